@@ -1,0 +1,1 @@
+"""The check framework: registry, verdicts, the per-check context and the runner."""

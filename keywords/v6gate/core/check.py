@@ -1,0 +1,219 @@
+"""Checks: one testable behaviour each, registered with its references.
+
+A check module (``v6gate/checks/<area>.py``) declares checks with ``@check``.
+The declaration carries everything a report needs (IPv6 Ready test ID and
+parts, RFC clause, the expected outcome in words, applicability, the lab
+fault that must make it FAIL); the function holds the packets.
+
+    @check(
+        area="icmpv6", ipv6ready="v6LC.5.1.2", title="Replying to Echo Requests",
+        rfc="RFC 4443 §4.2", fault="dut_drops_echo_request",
+        expect="an Echo Reply with the request's identifier, sequence number and data",
+        parts=[Part("A", "Request sent to the link-local address", dst="link_local"), ...],
+    )
+    def echo_request_is_answered(t): ...
+
+Parts are data: ``Part(letter, title, **params)``; the function reads
+``t.p.<param>``.  A part may override rfc, expect, fault, scope, profile and
+capabilities.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+SCOPES = ("host", "router", "both")
+PROFILES = ("default", "full")
+
+#: What a check may need from the bench, and what that means for a target.
+NEEDS = {
+    "exclusive_router": "the tester must be the only router on the link",
+    "reset": "the DUT must be reset to a fresh state before the check",
+    "originate": "the DUT must be told to send traffic (ping) through the control adapter",
+    "addresses": "the DUT's addresses must be readable through the control adapter",
+    "lab_router": "the lab's real router (radvd) must serve the link",
+    "no_reset": "the check runs against the DUT as it is (the lab must not rebuild it first)",
+}
+
+
+@dataclass(frozen=True)
+class Part:
+    letter: str | None
+    title: str = ""
+    params: dict = field(default_factory=dict)
+    rfc: str | None = None
+    expect: str | None = None
+    fault: str | None = None
+    scope: str | None = None
+    profile: str | None = None
+    capabilities: tuple[str, ...] | None = None
+    ipv6ready: str | None = None
+    uncontrollable: str | None = None
+
+    def __init__(self, letter, title="", *, rfc=None, expect=None, fault=None, scope=None, profile=None,
+                 capabilities=None, ipv6ready=None, uncontrollable=None, **params):
+        object.__setattr__(self, "letter", letter)
+        object.__setattr__(self, "title", title)
+        object.__setattr__(self, "params", dict(params))
+        object.__setattr__(self, "rfc", rfc)
+        object.__setattr__(self, "expect", expect)
+        object.__setattr__(self, "fault", fault)
+        object.__setattr__(self, "scope", scope)
+        object.__setattr__(self, "profile", profile)
+        object.__setattr__(self, "capabilities", tuple(capabilities) if capabilities else None)
+        object.__setattr__(self, "ipv6ready", ipv6ready)
+        object.__setattr__(self, "uncontrollable", uncontrollable)
+
+
+@dataclass
+class Check:
+    id: str
+    area: str
+    title: str
+    rfc: str
+    expect: str
+    func: Callable
+    ipv6ready: str | None = None
+    parts: tuple[Part, ...] = (Part(None),)
+    capabilities: tuple[str, ...] = ("Core",)
+    scope: str = "both"
+    fault: str | None = None
+    profile: str = "default"
+    needs: frozenset[str] = frozenset()
+    liveness: str | None = "ns"
+    kind: str = "check"
+    doc: str = ""
+    uncontrollable: str | None = None
+
+    # resolved per part -------------------------------------------------------
+    def part(self, letter: str | None) -> Part:
+        for p in self.parts:
+            if p.letter == letter:
+                return p
+        raise KeyError(f"{self.id} has no part {letter!r}")
+
+    def rfc_of(self, part: Part) -> str:
+        return part.rfc or self.rfc
+
+    def expect_of(self, part: Part) -> str:
+        return part.expect or self.expect
+
+    def fault_of(self, part: Part) -> str | None:
+        return part.fault or self.fault
+
+    def scope_of(self, part: Part) -> str:
+        return part.scope or self.scope
+
+    def profile_of(self, part: Part) -> str:
+        return part.profile or self.profile
+
+    def capabilities_of(self, part: Part) -> tuple[str, ...]:
+        return part.capabilities or self.capabilities
+
+    def ipv6ready_of(self, part: Part) -> str | None:
+        return part.ipv6ready or self.ipv6ready
+
+    def title_of(self, part: Part) -> str:
+        return f"{self.title}: {part.title}" if part.title else self.title
+
+    def uncontrollable_of(self, part: Part) -> str | None:
+        return part.uncontrollable or self.uncontrollable
+
+    def keys(self) -> list[tuple[Check, Part]]:
+        return [(self, p) for p in self.parts]
+
+
+REGISTRY: dict[str, Check] = {}
+_ID = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
+
+
+def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None = None,
+          parts: Iterable[Part] | None = None, capabilities: Iterable[str] = ("Core",), scope: str = "both",
+          fault: str | None = None, profile: str = "default", needs: Iterable[str] = (),
+          liveness: str | None = "ns", kind: str = "check", uncontrollable: str | None = None,
+          id: str | None = None):
+    """Register a check.  See the module docstring."""
+
+    def register(func: Callable) -> Callable:
+        check_id = id or f"{area}.{func.__name__}"
+        if not _ID.match(check_id):
+            raise ValueError(f"check id {check_id!r} must look like area.behaviour_in_words")
+        if check_id in REGISTRY and REGISTRY[check_id].func is not func:
+            raise ValueError(f"duplicate check id {check_id}")
+        if scope not in SCOPES or profile not in PROFILES:
+            raise ValueError(f"{check_id}: scope must be one of {SCOPES}, profile one of {PROFILES}")
+        unknown = set(needs) - set(NEEDS)
+        if unknown:
+            raise ValueError(f"{check_id}: unknown needs {sorted(unknown)}; known: {sorted(NEEDS)}")
+        plist = tuple(parts) if parts else (Part(None),)
+        letters = [p.letter for p in plist]
+        if len(set(letters)) != len(letters):
+            raise ValueError(f"{check_id}: duplicate part letters {letters}")
+        c = Check(id=check_id, area=area, title=title, rfc=rfc, expect=expect, func=func, ipv6ready=ipv6ready,
+                  parts=plist, capabilities=tuple(capabilities), scope=scope, fault=fault, profile=profile,
+                  needs=frozenset(needs), liveness=liveness, kind=kind, doc=(func.__doc__ or "").strip(),
+                  uncontrollable=uncontrollable)
+        REGISTRY[check_id] = c
+        func.check = c
+        return func
+
+    return register
+
+
+_loaded = False
+
+
+def load_all() -> dict[str, Check]:
+    """Import every check module (v6gate.checks.*) once and return the registry."""
+    global _loaded
+    if not _loaded:
+        from .. import checks as pkg
+
+        for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+            if not mod.name.startswith("_"):
+                importlib.import_module(f"{pkg.__name__}.{mod.name}")
+        _loaded = True
+    return REGISTRY
+
+
+def all_items(*, areas: Iterable[str] | None = None, profile: str = "default", kind: str | None = "check",
+              ids: Iterable[str] | None = None) -> list[tuple[Check, Part]]:
+    """Every (check, part) selected, in a stable order.  profile 'full' includes 'default'."""
+    load_all()
+    areas = set(areas) if areas else None
+    ids = set(ids) if ids else None
+    out = []
+    for c in sorted(REGISTRY.values(), key=lambda c: (c.area, c.ipv6ready or "~", c.id)):
+        if areas and c.area not in areas:
+            continue
+        if kind and c.kind != kind:
+            continue
+        for p in c.parts:
+            if ids and c.id not in ids and f"{c.id}#{p.letter}" not in ids:
+                continue
+            prof = c.profile_of(p)
+            if profile == "default" and prof != "default":
+                continue
+            out.append((c, p))
+    return out
+
+
+def find(check_id: str) -> Check:
+    load_all()
+    try:
+        return REGISTRY[check_id]
+    except KeyError:
+        from ..errors import UsageError
+
+        close = [k for k in REGISTRY if check_id.split(".")[-1] in k][:3]
+        hint = f" (did you mean {', '.join(close)}?)" if close else "; run 'v6gate list' to see them"
+        raise UsageError(f"unknown check id {check_id!r}{hint}") from None
+
+
+def params_of(part: Part) -> SimpleNamespace:
+    return SimpleNamespace(**part.params)

@@ -1,0 +1,242 @@
+"""What a check function works with: ``t``.
+
+A check reads like its RFC clause: state the intent, build the probe from
+fresh emulated nodes, send it, and decide with one of the polarity-explicit
+helpers:
+
+* ``t.expect_reply(probe, match, what=...)``  -> the matching frame or None
+* ``t.expect_silence(probe, match, what=...)`` -> PASS only if nothing
+  matching arrived *and* the DUT is still alive afterwards
+* ``t.passed(seen)`` / ``t.failed(seen)`` with what was observed.
+
+Anything the bench cannot do raises ``BenchError`` (verdict ERROR) or
+``NotApplicable`` / ``NotSupported`` (verdict SKIP with the reason).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from types import SimpleNamespace
+
+from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr, IPv6
+from scapy.packet import Packet
+
+from ..errors import BenchError
+from ..net import match as M
+from ..net import packets as P
+from ..net.nodes import EmulatedNode
+from ..net.port import Frame, Port
+from .check import Check, Part
+from .control import Control, NotSupported
+from .verdict import Outcome, Verdict
+
+
+class NotApplicable(Exception):
+    """The check does not apply to this target (SKIP with this reason)."""
+
+
+class DutView:
+    """The DUT as the tester knows it: MAC and addresses, learned lazily."""
+
+    def __init__(self, target, control: Control, link_local: str):
+        self.target = target
+        self.control = control
+        self.mac = target.dut_mac
+        self.link_local = link_local
+        self.prefix = target.link_prefix
+
+    def global_address(self, prefix: ipaddress.IPv6Network | str | None = None) -> str:
+        net = ipaddress.IPv6Network(prefix) if prefix else self.prefix
+        for a in self.target.dut_global:
+            if ipaddress.IPv6Address(a) in net:
+                return a
+        try:
+            for a in self.control.addresses():
+                if ipaddress.IPv6Address(a) in net:
+                    return a
+        except NotSupported:
+            pass
+        raise BenchError(f"the DUT has no known global address in {net}: list it under dut.global in the "
+                         "target file, or give the tester a control adapter that can read it")
+
+    def addresses(self) -> list[str]:
+        return self.control.addresses()
+
+
+class CheckContext:
+    def __init__(self, *, check: Check, part: Part, port: Port, target, control: Control, dut: DutView,
+                 session=None):
+        self.check = check
+        self.part_spec = part
+        self.part = part.letter
+        self.p = SimpleNamespace(**part.params)
+        self.port = port
+        self.target = target
+        self.control = control
+        self.dut = dut
+        self.session = session
+        self.timing = target.timing
+        self.reply_timeout = float(target.timing["reply_timeout_s"])
+        self.silence = float(target.timing["silence_s"])
+        self.retrans_timer = float(target.timing["retrans_timer_s"])
+        self.timeline: list[tuple[float, str]] = []
+        self.measurements: dict = {}
+        self.nodes: dict[str, EmulatedNode] = {}
+        self.t0 = port.now()
+
+    # -- emulated nodes ---------------------------------------------------------
+    def node(self, name: str, *, router: bool = False, prefix=None) -> EmulatedNode:
+        """A fresh emulated node (new MAC and IID) answering ND for its addresses."""
+        if name not in self.nodes:
+            n = EmulatedNode.fresh(name, prefix or self.target.link_prefix, router=router)
+            self.nodes[name] = n
+            self.port.add_responder(n.responder)
+            self.note(f"{name} is {n.mac} {n.link_local} {n.global_addr or ''}".strip())
+        return self.nodes[name]
+
+    @property
+    def tn1(self) -> EmulatedNode:
+        return self.node("TN1")
+
+    @property
+    def tn2(self) -> EmulatedNode:
+        return self.node("TN2")
+
+    @property
+    def tr1(self) -> EmulatedNode:
+        return self.node("TR1", router=True)
+
+    def cleanup(self) -> None:
+        for n in self.nodes.values():
+            self.port.remove_responder(n.responder)
+
+    # -- timeline ---------------------------------------------------------------
+    def note(self, msg: str) -> None:
+        self.timeline.append((self.port.now() - self.t0, msg))
+
+    def measure(self, name: str, value) -> None:
+        self.measurements[name] = value
+
+    def wait(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def restart_dut(self) -> None:
+        """Reset (reboot) the DUT now, inside the check, so its start-up
+        behaviour is on the wire.  Raises NotSupported (SKIP) when the
+        control adapter cannot reset it."""
+        self.note("restarting the DUT")
+        self.session.restart_dut()
+
+    # -- sending and receiving ------------------------------------------------------
+    def to_dut(self, node: EmulatedNode, dst: str, src: str | None = None, **ipv6_fields) -> Packet:
+        """Ether/IPv6 from an emulated node to ``dst`` on the DUT."""
+        return node.ipv6(dst, self.dut.mac, src=src, **ipv6_fields)
+
+    def send(self, pkt: Packet | bytes, label: str | None = None) -> float:
+        t = self.port.send(pkt)
+        self.note(f"sent {label or _summary(pkt)}")
+        return t
+
+    def from_dut(self, m: M.Matcher) -> M.Matcher:
+        return M.all_of(M.from_mac(self.dut.mac), m)
+
+    def expect_reply(self, probe: Packet | bytes | list, match: M.Matcher, *, within: float | None = None,
+                     what: str = "reply", any_source: bool = False) -> Frame | None:
+        """Send probe(s), wait for the first frame from the DUT accepted by ``match``."""
+        probes = probe if isinstance(probe, list) else [probe]
+        since = self.port.now()
+        for pr in probes:
+            self.send(pr)
+        m = match if any_source else self.from_dut(match)
+        frame = self.port.expect(m, within if within is not None else self.reply_timeout, since=since)
+        if frame is None:
+            self.note(f"no {what} within {within if within is not None else self.reply_timeout:g} s")
+        else:
+            self.note(f"received {what}: {frame.summary()} (+{frame.time - since:.3f} s)")
+        return frame
+
+    def collect(self, match: M.Matcher, within: float, since: float | None = None, any_source=False) -> list[Frame]:
+        m = match if any_source else self.from_dut(match)
+        return self.port.collect(m, within, since=since)
+
+    def expect_silence(self, probe: Packet | bytes | list, match: M.Matcher, *, what: str,
+                       within: float | None = None, liveness: str | None = None) -> Outcome:
+        """Send probe(s); PASS if nothing accepted by ``match`` arrives within the
+        silence window *and* the DUT still answers afterwards (a dead DUT is
+        silent too, and that is not a pass)."""
+        window = within if within is not None else self.silence
+        probes = probe if isinstance(probe, list) else [probe]
+        since = self.port.now()
+        for pr in probes:
+            self.send(pr)
+        frame = self.port.expect(self.from_dut(match), window, since=since)
+        if frame is not None:
+            self.note(f"received {what}: {frame.summary()} (+{frame.time - since:.3f} s)")
+            return self.failed(f"{what}: {frame.summary()} after {frame.time - since:.3f} s")
+        self.note(f"no {what} within {window:g} s")
+        if not self.alive(method=liveness or self.check.liveness or "ns"):
+            return self.failed(f"no {what} within {window:g} s, but the DUT stopped answering "
+                               f"{liveness or self.check.liveness or 'ns'} probes afterwards")
+        return self.passed(f"no {what} within {window:g} s, and the DUT still answered afterwards")
+
+    # -- liveness -----------------------------------------------------------------
+    def alive(self, method: str = "ns", tries: int = 3) -> bool:
+        """Does the DUT still answer?  method 'ns': address resolution of its
+        link-local address; 'echo': an Echo Request to it.  Uses a node that
+        is not otherwise part of the check."""
+        prober = EmulatedNode.fresh("LIVENESS", self.target.link_prefix)
+        self.port.add_responder(prober.responder)
+        try:
+            for i in range(tries):
+                if method == "echo":
+                    probe = (prober.ipv6(self.dut.link_local, self.dut.mac)
+                             / ICMPv6EchoRequest(id=0x7E57, seq=i + 1, data=P.nonce(8)))
+                    m = M.echo_reply_to(probe)
+                else:
+                    probe = (prober.ipv6(P.solicited_node(self.dut.link_local), "", hlim=255)
+                             / ICMPv6ND_NS(tgt=self.dut.link_local) / ICMPv6NDOptSrcLLAddr(lladdr=prober.mac))
+                    m = M.na_for(self.dut.link_local)
+                since = self.port.send(probe)
+                if self.port.expect(self.from_dut(m), max(self.reply_timeout / tries, 0.5), since=since):
+                    return True
+            return False
+        finally:
+            self.port.remove_responder(prober.responder)
+
+    def require_reachable(self) -> None:
+        """Before the probe: the bench must reach the DUT, or the result means nothing."""
+        method = self.check.liveness or "ns"
+        if not self.alive(method=method):
+            what = "Neighbor Solicitation for" if method == "ns" else "Echo Request to"
+            raise BenchError(f"the DUT does not answer a {what} its link-local address {self.dut.link_local} "
+                             f"({self.dut.mac}) before the check: is it on the link and up? "
+                             "(check tester.interface and dut.mac/link_local in the target file)")
+
+    # -- verdicts -----------------------------------------------------------------
+    def passed(self, seen: str, **measurements) -> Outcome:
+        self.measurements.update(measurements)
+        return Outcome(Verdict.PASS, seen)
+
+    def failed(self, seen: str, **measurements) -> Outcome:
+        self.measurements.update(measurements)
+        return Outcome(Verdict.FAIL, seen)
+
+    def inconclusive(self, seen: str, **measurements) -> Outcome:
+        self.measurements.update(measurements)
+        return Outcome(Verdict.INCONCLUSIVE, seen)
+
+    def verdict(self, ok: bool, seen: str) -> Outcome:
+        return self.passed(seen) if ok else self.failed(seen)
+
+
+def _summary(pkt) -> str:
+    if isinstance(pkt, bytes | bytearray):
+        return f"{len(pkt)}-byte frame"
+    try:
+        s = pkt.summary()
+        if IPv6 in pkt:
+            s += f" hlim={pkt[IPv6].hlim}"
+        return s
+    except Exception:
+        return "frame"

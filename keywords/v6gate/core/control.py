@@ -1,0 +1,154 @@
+"""Control adapters: how the harness resets or instructs the DUT between
+checks (TAHI's per-OS remote scripts are the precedent).
+
+* ``netns``: the lab's Linux DUT (reset = rebuild its namespace).
+* ``ssh``: a real device; every action is a command template from the target
+  file, so nothing here assumes what runs on the device.
+* ``none``: nothing can be controlled; checks that need control are SKIPped
+  with a reason saying which field would enable them.
+
+Every method raises ``NotSupported`` when the adapter cannot do it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import shlex
+import subprocess
+
+from ..errors import BenchError
+from ..util.proc import run
+
+
+class NotSupported(Exception):
+    """The control adapter cannot do this (becomes a SKIP with this reason)."""
+
+
+class Control:
+    name = "none"
+
+    def reset(self) -> float:
+        raise NotSupported("the DUT cannot be reset: control adapter 'none' (set control.adapter: ssh "
+                           "with control.ssh.commands.reset in the target file)")
+
+    def addresses(self) -> list[str]:
+        raise NotSupported("the DUT's addresses cannot be read: control adapter 'none' (list them under "
+                           "dut.global in the target file)")
+
+    def ping(self, dst: str, *, size: int = 56, count: int = 1, interface: str | None = None,
+             wait_s: float = 2.0) -> subprocess.Popen:
+        raise NotSupported("the DUT cannot be told to send an Echo Request: control adapter 'none' (set "
+                           "control.ssh.commands.ping in the target file)")
+
+    def close(self) -> None:
+        pass
+
+
+class NoControl(Control):
+    pass
+
+
+class NetnsControl(Control):
+    """The embedded lab's DUT."""
+
+    name = "netns"
+
+    def __init__(self, lab, ns: str, interface: str):
+        self.lab = lab
+        self.ns = ns
+        self.interface = interface
+
+    def reset(self) -> float:
+        if self.lab is None:
+            raise NotSupported("this netns DUT is not managed by a lab, so it cannot be rebuilt")
+        return self.lab.reset_dut()
+
+    def addresses(self) -> list[str]:
+        cp = run(["ip", "-6", "-o", "addr", "show", "dev", self.interface], ns=self.ns, what="read DUT addresses")
+        out = []
+        for line in cp.stdout.splitlines():
+            m = re.search(r"inet6 ([0-9a-f:]+)/\d+", line)
+            if m and "tentative" not in line:
+                out.append(m.group(1))
+        return out
+
+    def ping(self, dst, *, size=56, count=1, interface=None, wait_s=2.0):
+        argv = ["ip", "netns", "exec", self.ns, "ping", "-6", "-n", "-q", "-c", str(count), "-s", str(size),
+                "-W", str(max(1, int(wait_s)))]
+        if interface or ipaddress.IPv6Address(dst.split("%")[0]).is_link_local:
+            argv += ["-I", interface or self.interface]
+        argv.append(dst.split("%")[0])
+        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def sh(self, command: str) -> subprocess.CompletedProcess:
+        """Run a shell command in the DUT namespace (lab faults only)."""
+        return run(["sh", "-c", command], ns=self.ns, what="DUT command")
+
+
+class SshControl(Control):
+    name = "ssh"
+
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.commands = spec.get("commands", {})
+
+    def _argv(self, command: str) -> list[str]:
+        s = self.spec
+        argv = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={int(s.get('connect_timeout_s', 5))}"]
+        if s.get("port"):
+            argv += ["-p", str(s["port"])]
+        if s.get("identity_file"):
+            argv += ["-i", s["identity_file"]]
+        argv.append(f"{s['user']}@{s['host']}" if s.get("user") else s["host"])
+        return [*argv, command]
+
+    def _template(self, action: str, field: str) -> str:
+        cmd = self.commands.get(action)
+        if not cmd:
+            raise NotSupported(f"control.ssh.commands.{action} is not set in the target file ({field})")
+        return cmd
+
+    def _run(self, command: str, timeout: float = 60) -> str:
+        try:
+            cp = subprocess.run(self._argv(command), capture_output=True, text=True, timeout=timeout)
+        except FileNotFoundError:
+            raise BenchError("'ssh' is not installed: apt-get install openssh-client") from None
+        except subprocess.TimeoutExpired:
+            raise BenchError(f"ssh to {self.spec['host']} timed out running: {command}") from None
+        if cp.returncode == 255:
+            raise BenchError(f"ssh to {self.spec['host']} failed: {(cp.stderr.strip().splitlines() or ['?'])[-1]}")
+        if cp.returncode != 0:
+            raise BenchError(f"DUT command failed (exit {cp.returncode}): {command}")
+        return cp.stdout
+
+    def reset(self) -> float:
+        import time
+
+        t0 = time.monotonic()
+        self._run(self._template("reset", "needed to reset the DUT"), timeout=300)
+        return time.monotonic() - t0
+
+    def addresses(self) -> list[str]:
+        out = self._run(self._template("addresses", "needed to read the DUT's addresses"))
+        found = []
+        for tok in re.findall(r"[0-9A-Fa-f:]{3,}(?:/\d+)?", out):
+            try:
+                found.append(str(ipaddress.IPv6Address(tok.split("/")[0])))
+            except ValueError:
+                continue
+        return found
+
+    def ping(self, dst, *, size=56, count=1, interface=None, wait_s=2.0):
+        cmd = self._template("ping", "needed to make the DUT send Echo Requests").format(
+            dst=shlex.quote(dst), size=int(size), count=int(count), interface=shlex.quote(interface or ""))
+        return subprocess.Popen(self._argv(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def control_for(target, lab=None) -> Control:
+    adapter = target.control.get("adapter", "none")
+    if adapter == "netns":
+        return NetnsControl(lab, target.control["netns"], target.control.get("interface", "eth0"))
+    if adapter == "ssh":
+        return SshControl(target.control["ssh"])
+    return NoControl()

@@ -1,0 +1,317 @@
+"""A session: one target (or lab), its tester port, capture and control,
+running checks one at a time and recording a Result for each.
+
+Every front-end (pytest plugin, Robot library, CLI, the project's controls
+test) drives checks through ``Session.run`` and nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import signal
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from ..errors import BenchError, UsageError, V6GateError
+from ..lab.faults import AppliedFault, apply_fault, get_fault
+from ..net import packets as P
+from ..net.capture import Capture, pcap_frame_count, pcap_path_for
+from ..net.port import Port
+from ..target import Target, load_target
+from .check import NEEDS, Check, Part
+from .context import CheckContext, DutView, NotApplicable
+from .control import NotSupported, control_for
+from .verdict import Outcome, Result, Verdict
+
+LAB_TARGET = "fixtures/targets/lab.yaml"
+
+
+def _now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM/SIGHUP become KeyboardInterrupt so every ``finally`` (lab
+    teardown included) runs."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def _raise(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, _raise)
+
+
+class RunRecorder:
+    """Appends results of one process (one xdist worker) to records/<worker>.jsonl."""
+
+    def __init__(self, run_dir: Path, worker: str | None = None, phase: str = "checks"):
+        self.run_dir = Path(run_dir)
+        self.worker = worker or os.environ.get("PYTEST_XDIST_WORKER") or "main"
+        (self.run_dir / "records").mkdir(parents=True, exist_ok=True)
+        self.path = self.run_dir / "records" / f"{phase}-{self.worker}-{os.getpid()}.jsonl"
+        self._lock = threading.Lock()
+
+    def write(self, result: Result) -> None:
+        line = json.dumps(result.as_dict(), default=str)
+        with self._lock, open(self.path, "a") as f:
+            f.write(line + "\n")
+
+
+class Session:
+    def __init__(self, target: Target, run_dir: Path, *, lab=None, recorder: RunRecorder | None = None,
+                 profile: str = "default"):
+        self.target = target
+        self.run_dir = Path(run_dir)
+        self.lab = lab
+        self.recorder = recorder
+        self.profile = profile
+        self.control = control_for(target, lab)
+        self.port: Port | None = None
+        self.capture: Capture | None = None
+        self.dut: DutView | None = None
+        self.open_error: str | None = None
+        self.worker = os.environ.get("PYTEST_XDIST_WORKER") or "main"
+        self._fault = None  # the lab fault in force for the running check
+        self._applied: AppliedFault | None = None
+
+    # -- construction helpers ---------------------------------------------------------
+    @classmethod
+    def for_lab(cls, run_dir: Path, *, target_file: str | Path | None = None, topology=None, profile="default",
+                recorder: RunRecorder | None = None, external_dut: str | None = None) -> Session:
+        from ..lab import Lab
+        from ..paths import ROOT
+
+        target_file = Path(target_file or ROOT / LAB_TARGET)
+        base = load_target(target_file)
+        if not base.is_lab:
+            raise UsageError(f"{target_file}: not a lab target (it has no 'lab:' section)")
+        topo = topology or (target_file.parent / base.lab["topology"]).resolve()
+        lab = Lab(topo, external_dut=external_dut or base.lab.get("external_dut"),
+                  tap_name=base.lab.get("tap_name", "tap0"))
+        lab.up()
+        try:
+            target = load_target(target_file, overrides=lab.target_overrides())
+            return cls(target, run_dir, lab=lab, recorder=recorder, profile=profile).open()
+        except BaseException:
+            lab.down()
+            raise
+
+    def open(self) -> Session:
+        t = self.target
+        self.port = Port(t.tester_interface, t.tester_netns).open()
+        try:
+            self.capture = Capture(t.tester_interface, t.tester_netns).start()
+        except BaseException:
+            self.port.close()
+            raise
+        try:
+            ll = self._resolve_link_local()
+        except BenchError as exc:
+            self.open_error = str(exc)
+            ll = "fe80::"
+        self.dut = DutView(t, self.control, ll)
+        return self
+
+    def close(self) -> None:
+        if self.capture:
+            with contextlib.suppress(Exception):
+                self.capture.stop()
+            self.capture = None
+        if self.port:
+            self.port.close()
+            self.port = None
+        self.control.close()
+        if self.lab:
+            self.lab.down()
+            self.lab = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _resolve_link_local(self) -> str:
+        ll = self.target.dut_link_local
+        if ll == "eui64":
+            return P.link_local_from_mac(self.target.dut_mac)
+        if ll != "discover":
+            return ll
+        # Discovery: an Echo Request to all-nodes; the DUT answers from its link-local.
+        from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
+
+        from ..net.nodes import EmulatedNode
+
+        n = EmulatedNode.fresh("DISCOVER", self.target.link_prefix)
+        self.port.add_responder(n.responder)
+        try:
+            probe = n.ipv6(P.ALL_NODES, "") / ICMPv6EchoRequest(id=0xD15C, seq=1)
+            since = self.port.send(probe)
+            mac = self.target.dut_mac
+            f = self.port.expect(lambda p: ICMPv6EchoReply in p and p.src.lower() == mac
+                                 and p[ICMPv6EchoReply].id == 0xD15C, self.target.timing["reply_timeout_s"],
+                                 since=since)
+        finally:
+            self.port.remove_responder(n.responder)
+        if not f:
+            raise BenchError(f"could not discover the DUT's link-local address: no Echo Reply from {mac} to an "
+                             "all-nodes Echo Request; set dut.link_local in the target file")
+        return f.pkt[IPv6].src
+
+    # -- running checks ---------------------------------------------------------------
+    def applicability(self, c: Check, part: Part) -> str | None:
+        """Why this check does not apply to the target (None: it applies)."""
+        t = self.target
+        scope = c.scope_of(part)
+        if scope == "router" and t.kind != "router":
+            return "router-only part: the target is a " + t.kind
+        if scope == "host" and t.kind == "router":
+            return "host-only part: the target is a router"
+        missing = [cap for cap in c.capabilities_of(part) if not t.claims(cap)]
+        if missing:
+            return f"the target does not claim {', '.join(missing)} (capabilities in the target file)"
+        if "exclusive_router" in c.needs and t.other_routers and not self.lab:
+            return f"{NEEDS['exclusive_router']}, but the target file says link.other_routers: true"
+        if "lab_router" in c.needs and not self.lab:
+            return "needs the lab's router and services; run it against the lab"
+        return None
+
+    def _prepare_lab(self, c: Check, fault_name: str | None) -> AppliedFault | None:
+        lab = self.lab
+        exclusive = "exclusive_router" in c.needs
+        lab.set_router_advertising(not exclusive)
+        fault = get_fault(fault_name) if fault_name else None
+        if "no_reset" in c.needs and not fault and not lab.dut_faulted:
+            return None
+        if lab.external_dut:
+            return None
+        lab.reset_dut(boot_sysctl=fault.boot_sysctl if fault else None, wait=False)
+        try:
+            lab.wait_dut_ready(timeout=self.target.timing["ready_timeout_s"] if not fault else 3.0)
+        except BenchError:
+            if not fault:
+                raise
+            # a fault may keep the DUT from finishing its start-up: that is its point
+        if not fault:
+            return None
+        return self._apply(fault)
+
+    def _apply(self, fault) -> AppliedFault:
+        self.lab.dut_faulted = True
+        addrs = {"mac": self.target.dut_mac, "link_local": self.dut.link_local,
+                 "addresses": [self.dut.link_local, *self._safe_addresses()], "prefix": str(self.target.link_prefix)}
+        return apply_fault(self.lab, fault, addrs)
+
+    def restart_dut(self) -> float:
+        """Reboot the DUT in the middle of a check, so that its start-up is on
+        the wire (the lab keeps the check's fault in force)."""
+        if not self.lab or self.lab.external_dut:
+            return self.control.reset()
+        if self._applied:
+            self._applied.remove()
+        t = self.lab.reset_dut(boot_sysctl=self._fault.boot_sysctl if self._fault else None, wait=False)
+        if self._fault:
+            self._applied = self._apply(self._fault)
+        return t
+
+    def _safe_addresses(self) -> list[str]:
+        try:
+            return self.control.addresses()
+        except (NotSupported, BenchError):
+            return list(self.target.dut_global)
+
+    def run(self, c: Check, part: Part, *, fault: str | None = None, setup: str | None = None) -> Result:
+        started = _now_iso()
+        t0 = time.monotonic()
+        expected = c.expect_of(part)
+        pcap = pcap_path_for(self.run_dir, c.id, part.letter, c.ipv6ready_of(part),
+                             suffix=f"@{setup}" if setup and setup != "as-is" else "")
+        ctx: CheckContext | None = None
+        evidence: dict = {}
+        outcome: Outcome
+        why_skip = self.applicability(c, part)
+        if fault and not self.lab:
+            raise UsageError("faults can only be applied to the embedded lab")
+        if why_skip:
+            outcome = Outcome(Verdict.SKIP, why_skip)
+        elif self.open_error:
+            outcome = Outcome(Verdict.ERROR, self.open_error)
+        else:
+            try:
+                if self.lab:
+                    self._fault = get_fault(fault) if fault else None
+                    self._applied = self._prepare_lab(c, fault)
+                elif "reset" in c.needs:
+                    self.control.reset()
+                self.capture.begin(pcap)
+                evidence["pcap"] = str(pcap)
+                ctx = CheckContext(check=c, part=part, port=self.port, target=self.target,
+                                   control=self.control, dut=self.dut, session=self)
+                if c.liveness:
+                    ctx.require_reachable()
+                outcome = c.func(ctx)
+                if not isinstance(outcome, Outcome):
+                    raise TypeError(f"check {c.id} returned {type(outcome).__name__}, not an Outcome")
+            except (NotApplicable, NotSupported) as exc:
+                outcome = Outcome(Verdict.SKIP, str(exc))
+            except BenchError as exc:
+                outcome = Outcome(Verdict.ERROR, f"bench error: {exc}")
+            except KeyboardInterrupt:
+                raise
+            except V6GateError as exc:
+                outcome = Outcome(Verdict.ERROR, f"bench error: {exc}")
+            except Exception as exc:
+                tb = traceback.extract_tb(exc.__traceback__)[-1]
+                outcome = Outcome(Verdict.ERROR, f"harness error (a bug in v6gate, not the DUT): "
+                                                 f"{type(exc).__name__}: {exc} at {Path(tb.filename).name}:{tb.lineno}")
+            finally:
+                if self.capture:
+                    self.capture.end()
+                if ctx:
+                    ctx.cleanup()
+                if self._applied:
+                    self._applied.remove()
+                self._applied = None
+                self._fault = None
+        result = self._result(c, part, outcome, ctx, expected, evidence, started, time.monotonic() - t0,
+                              fault, setup or ("fault:" + fault if fault else "as-is"))
+        if self.recorder:
+            self.recorder.write(result)
+        return result
+
+    def _result(self, c, part, outcome: Outcome, ctx, expected, evidence, started, duration, fault, setup) -> Result:
+        waiver = self.target.waiver_for(c.id, part.letter)
+        waived = outcome.verdict == Verdict.FAIL and waiver is not None and not fault
+        exp = outcome.expected or expected
+        where = f" (pcap: {evidence['pcap']})" if evidence.get("pcap") else ""
+        if outcome.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE):
+            reason = f"expected {exp}; seen {outcome.seen}{where}"
+        else:
+            reason = outcome.seen + where
+        if waived:
+            reason += f" — waived: {waiver.reason}"
+        timeline = [f"+{t:.3f}s {m}" for t, m in (ctx.timeline if ctx else [])]
+        measurements = {**(ctx.measurements if ctx else {}), **outcome.measurements}
+        return Result(
+            id=c.id, part=part.letter, title=c.title_of(part), area=c.area, ipv6ready=c.ipv6ready_of(part),
+            rfc=c.rfc_of(part), verdict=str(outcome.verdict), reason=reason, expected=exp, seen=outcome.seen,
+            evidence=evidence, duration_s=round(duration, 3), started=started, kind=c.kind,
+            profile=c.profile_of(part), capabilities=list(c.capabilities_of(part)), waived=waived,
+            waiver=waiver.as_dict() if waiver else None, fault=fault, setup=setup, target=self.target.name,
+            worker=self.worker, measurements=measurements, timeline=timeline,
+        )
+
+    def finalize_evidence(self, results: list[Result]) -> None:
+        """After the capture stopped: drop pcap paths that were never written."""
+        for r in results:
+            p = r.evidence.get("pcap")
+            if p and pcap_frame_count(Path(p)) is None:
+                r.evidence.pop("pcap")

@@ -1,0 +1,147 @@
+"""Lab faults: named ways to make the lab's DUT misbehave (negative controls).
+
+The catalogue is data: ``fixtures/faults/*.yaml``, one file per area, each
+entry with a reason and one or more mechanisms:
+
+    dut_drops_echo_request:
+      reason: the DUT has no Echo responder (RFC 4443 §4.2 violated)
+      nft: |                       # nftables ruleset loaded in the DUT namespace
+        table inet v6gate_fault { chain input { type filter hook input priority -300; ... } }
+      sysctl: {net.ipv6.conf.{dut_if}.dad_transmits: 0}    # after the DUT is up
+      boot_sysctl: {net.ipv6.conf.default.accept_dad: 0}   # before its interface exists
+      tc: ["qdisc add dev {dut_if} root ..."]              # tc commands in the DUT namespace
+      switch_tc: ["..."]                                   # tc on the DUT's switch port ({dut_port})
+      commands: ["ip link set {dut_if} mtu 1400"]          # shell commands in the DUT namespace
+      impostor: {rule: answer_invalid_ns}                   # a responder on the DUT's link
+
+Every mechanism is undone by rebuilding the DUT (``Lab.reset_dut``), which
+is what the harness does before the next check.  Placeholders: {dut_if},
+{dut_port}, {dut_mac}, {dut_ll}, {prefix}.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..errors import LabError, UsageError
+from ..paths import FIXTURES
+from ..util.proc import need, run
+
+FAULT_DIR = FIXTURES / "faults"
+MECHANISMS = ("nft", "sysctl", "boot_sysctl", "tc", "switch_tc", "commands", "impostor")
+
+
+@dataclass
+class Fault:
+    name: str
+    reason: str
+    source: str
+    nft: str | None = None
+    sysctl: dict = field(default_factory=dict)
+    boot_sysctl: dict = field(default_factory=dict)
+    tc: list = field(default_factory=list)
+    switch_tc: list = field(default_factory=list)
+    commands: list = field(default_factory=list)
+    impostor: dict | None = None
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.reason}"
+
+
+_CATALOGUE: dict[str, Fault] | None = None
+
+
+def load_faults(directory: Path = FAULT_DIR) -> dict[str, Fault]:
+    global _CATALOGUE
+    if _CATALOGUE is not None and directory == FAULT_DIR:
+        return _CATALOGUE
+    out: dict[str, Fault] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text()) or {}
+        for name, spec in (doc.get("faults") or {}).items():
+            if name in out:
+                raise UsageError(f"{path}: fault {name!r} is already defined in {out[name].source}")
+            if not isinstance(spec, dict) or not spec.get("reason"):
+                raise UsageError(f"{path}: fault {name!r} needs a 'reason'")
+            unknown = set(spec) - {"reason", *MECHANISMS}
+            if unknown:
+                raise UsageError(f"{path}: fault {name!r} has unknown keys {sorted(unknown)}; use {MECHANISMS}")
+            if not any(k in spec for k in MECHANISMS):
+                raise UsageError(f"{path}: fault {name!r} has no mechanism; use one of {MECHANISMS}")
+            out[name] = Fault(name=name, reason=spec["reason"], source=str(path), nft=spec.get("nft"),
+                              sysctl=dict(spec.get("sysctl") or {}), boot_sysctl=dict(spec.get("boot_sysctl") or {}),
+                              tc=list(spec.get("tc") or []), switch_tc=list(spec.get("switch_tc") or []),
+                              commands=list(spec.get("commands") or []), impostor=spec.get("impostor"))
+    if directory == FAULT_DIR:
+        _CATALOGUE = out
+    return out
+
+
+def get_fault(name: str) -> Fault:
+    cat = load_faults()
+    if name not in cat:
+        raise UsageError(f"unknown lab fault {name!r}; define it in fixtures/faults/*.yaml")
+    return cat[name]
+
+
+class AppliedFault:
+    """A fault in force on a lab; ``remove()`` stops its impostor (the DUT
+    rebuild that follows removes everything else)."""
+
+    def __init__(self, fault: Fault, impostor=None):
+        self.fault = fault
+        self.impostor = impostor
+
+    def remove(self) -> None:
+        if self.impostor is not None:
+            self.impostor.stop()
+            self.impostor = None
+
+
+def _fmt(text: str, values: dict) -> str:
+    out = text
+    for k, v in values.items():
+        out = out.replace("{" + k + "}", str(v))
+    return out
+
+
+def apply_fault(lab, fault: Fault, dut_addresses: dict) -> AppliedFault:
+    """Apply ``fault`` to a freshly reset lab DUT.  ``boot_sysctl`` must have
+    been passed to the reset already (see Lab.reset_dut)."""
+    values = {
+        "dut_if": lab.dut_ifname(),
+        "dut_port": lab._port_name(lab.dut_node.name, next(iter(lab.dut_node.ifaces))),
+        "dut_mac": dut_addresses.get("mac", ""),
+        "dut_ll": dut_addresses.get("link_local", ""),
+        "prefix": dut_addresses.get("prefix", ""),
+    }
+    ns = lab.dut_ns
+    try:
+        if fault.sysctl:
+            run(["sysctl", "-q", "-w", *[f"{_fmt(k, values)}={v}" for k, v in fault.sysctl.items()]], ns=ns,
+                what=f"fault {fault.name} (sysctl)")
+        if fault.nft:
+            need("nft")
+            run(["nft", "-f", "-"], ns=ns, input=_fmt(fault.nft, values), what=f"fault {fault.name} (nft)")
+        for cmd in fault.tc:
+            run(["tc", *_fmt(cmd, values).split()], ns=ns, what=f"fault {fault.name} (tc)")
+        for cmd in fault.switch_tc:
+            run(["tc", *_fmt(cmd, values).split()], ns=lab.switch_ns, what=f"fault {fault.name} (switch tc)")
+        for cmd in fault.commands:
+            run(["sh", "-c", _fmt(cmd, values)], ns=ns, what=f"fault {fault.name} (command)")
+        impostor = None
+        if fault.impostor:
+            from .impostor import Impostor
+
+            impostor = Impostor(ns, lab.dut_ifname(), fault.impostor, dut_addresses).start()
+        return AppliedFault(fault, impostor)
+    except LabError:
+        raise
+    except Exception as exc:
+        with contextlib.suppress(Exception):
+            lab.reset_dut()
+        raise LabError(f"could not apply fault {fault.name}: {exc}") from None

@@ -1,0 +1,232 @@
+"""The tester's layer-2 access to the DUT's link.
+
+* Frames are sent with an explicit Ethernet header on an AF_PACKET socket
+  bound to the tester interface (opened inside the tester's namespace when
+  there is one); Scapy only builds and parses, it never routes.
+* A receive thread parses every incoming frame once and keeps it with its
+  arrival time.  ``expect``/``collect`` only look at frames that arrived after
+  the probe was sent (the flush), and only at frames the caller's matcher
+  accepts: replies are matched by a per-probe token, background ND/MLD/RA is
+  never confused with an answer.
+* Responders (the emulated tester nodes' Neighbor Discovery, for example)
+  see every frame first and may answer at once, as a real node would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet
+
+from ..errors import BenchError
+from ..util.netns import netns
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_OUTGOING = 4
+
+
+@dataclass
+class Frame:
+    time: float  # time.monotonic() at arrival
+    raw: bytes
+    pkttype: int
+    _pkt: Packet | None = field(default=None, repr=False)
+
+    @property
+    def pkt(self) -> Packet:
+        if self._pkt is None:
+            self._pkt = Ether(self.raw)
+        return self._pkt
+
+    @property
+    def outgoing(self) -> bool:
+        return self.pkttype == PACKET_OUTGOING
+
+    def summary(self) -> str:
+        try:
+            return self.pkt.summary()
+        except Exception:  # a malformed frame still deserves a line
+            return f"{len(self.raw)}-byte frame"
+
+
+Matcher = Callable[[Packet], bool]
+Responder = Callable[["Port", Frame], None]
+
+
+class Port:
+    """Layer-2 send/expect on one interface."""
+
+    def __init__(self, iface: str, ns: str | None = None, history_s: float = 120.0):
+        self.iface = iface
+        self.ns = ns
+        self.history_s = history_s
+        self.sock: socket.socket | None = None
+        self.mac: str | None = None
+        self._frames: list[Frame] = []
+        self._sent: list[Frame] = []
+        self._cond = threading.Condition()
+        self._responders: list[Responder] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = os.pipe()
+        self.rx_errors = 0
+
+    # -- lifecycle ------------------------------------------------------------
+    def open(self) -> Port:
+        try:
+            with netns(self.ns):
+                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+                s.bind((self.iface, 0))
+                ifindex = socket.if_nametoindex(self.iface)
+        except OSError as exc:
+            where = f" in namespace {self.ns}" if self.ns else ""
+            raise BenchError(f"cannot open tester interface {self.iface!r}{where}: {exc.strerror or exc}; "
+                             "check tester.interface in the target file") from None
+        mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+        s.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.sock = s
+        self.mac = ":".join(f"{b:02x}" for b in s.getsockname()[4][:6])
+        self._thread = threading.Thread(target=self._rx_loop, name=f"port-{self.iface}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+        if self._thread:
+            self._thread.join(2)
+        if self.sock:
+            self.sock.close()
+            self.sock = None
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __enter__(self) -> Port:
+        return self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- receive --------------------------------------------------------------
+    def _rx_loop(self) -> None:
+        sock = self.sock
+        while not self._stop.is_set():
+            try:
+                r, _, _ = select.select([sock, self._wake_r], [], [], 0.5)
+            except (OSError, ValueError):
+                return
+            if sock not in r:
+                continue
+            try:
+                raw, addr = sock.recvfrom(65535)
+            except OSError:
+                if self._stop.is_set():
+                    return
+                self.rx_errors += 1
+                continue
+            frame = Frame(time.monotonic(), raw, addr[2])
+            if frame.outgoing:
+                continue  # our own transmissions are logged in send()
+            for responder in list(self._responders):
+                try:
+                    responder(self, frame)
+                except Exception:
+                    self.rx_errors += 1
+            with self._cond:
+                self._frames.append(frame)
+                horizon = frame.time - self.history_s
+                if self._frames and self._frames[0].time < horizon:
+                    self._frames = [f for f in self._frames if f.time >= horizon]
+                self._cond.notify_all()
+
+    def add_responder(self, responder: Responder) -> None:
+        self._responders.append(responder)
+
+    def remove_responder(self, responder: Responder) -> None:
+        with contextlib.suppress(ValueError):
+            self._responders.remove(responder)
+
+    def clear_responders(self) -> None:
+        self._responders.clear()
+
+    # -- send -----------------------------------------------------------------
+    def send(self, pkt: Packet | bytes) -> float:
+        """Send one frame; returns its send time (monotonic)."""
+        if self.sock is None:
+            raise BenchError("tester port is not open")
+        raw = bytes(pkt)
+        t = time.monotonic()
+        try:
+            self.sock.send(raw)
+        except OSError as exc:
+            raise BenchError(f"send on tester interface {self.iface} failed: {exc.strerror or exc}") from None
+        self._sent.append(Frame(t, raw, PACKET_OUTGOING, pkt if isinstance(pkt, Packet) else None))
+        return t
+
+    # -- expect ---------------------------------------------------------------
+    def now(self) -> float:
+        return time.monotonic()
+
+    def frames_since(self, since: float, match: Matcher | None = None) -> list[Frame]:
+        with self._cond:
+            frames = [f for f in self._frames if f.time >= since]
+        return [f for f in frames if match is None or _safe(match, f)]
+
+    def expect(self, match: Matcher, within: float, since: float | None = None) -> Frame | None:
+        """First frame accepted by ``match`` that arrived after ``since``
+        (default: now), waiting at most ``within`` seconds."""
+        since = self.now() if since is None else since
+        deadline = self.now() + within
+        seen = 0
+        with self._cond:
+            while True:
+                frames = [f for f in self._frames if f.time >= since]
+                for f in frames[seen:]:
+                    if _safe(match, f):
+                        return f
+                seen = len(frames)
+                left = deadline - self.now()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+
+    def collect(self, match: Matcher, within: float, since: float | None = None,
+                until: Callable[[list[Frame]], bool] | None = None) -> list[Frame]:
+        """Every accepted frame in a window of ``within`` seconds (stops early
+        when ``until(frames)`` is true)."""
+        since = self.now() if since is None else since
+        deadline = self.now() + within
+        with self._cond:
+            while True:
+                got = [f for f in self._frames if f.time >= since and _safe(match, f)]
+                if until and until(got):
+                    return got
+                left = deadline - self.now()
+                if left <= 0:
+                    return got
+                self._cond.wait(left)
+
+    def sent_since(self, since: float) -> list[Frame]:
+        return [f for f in self._sent if f.time >= since]
+
+
+def _safe(match: Matcher, frame: Frame) -> bool:
+    try:
+        return bool(match(frame.pkt))
+    except Exception:
+        return False
