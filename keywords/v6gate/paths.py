@@ -10,3 +10,12 @@ FIXTURES = ROOT / "fixtures"
 REPORTS = ROOT / "reports"
 SUITES = ROOT / "suites"
 STATE_DIR = Path(os.environ.get("V6GATE_STATE_DIR", "/run/v6gate"))
+
+
+def shown(path) -> str:
+    """A path as reports show it: relative to the repository when inside it."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(ROOT))
+    except ValueError:
+        return str(p)

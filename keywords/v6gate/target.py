@@ -115,6 +115,15 @@ def _field_path(error: jsonschema.ValidationError) -> str:
 def _fix_for(error: jsonschema.ValidationError, schema: dict) -> str:
     """Find the most specific 'x-fix' hint along the failing schema path."""
     node = error.schema
+    if error.validator == "additionalProperties" and isinstance(node, dict) and "properties" in node:
+        return f"the fields allowed here are: {', '.join(node['properties'])}"
+    if error.validator == "required" and isinstance(node, dict):
+        missing = re.findall(r"'([^']+)' is a required property", error.message)
+        sub = node.get("properties", {}).get(missing[0], {}) if missing else {}
+        if isinstance(sub, dict) and "$ref" in sub:
+            sub = schema["$defs"].get(sub["$ref"].split("/")[-1], {})
+        if isinstance(sub, dict) and "x-fix" in sub:
+            return f"add it: {sub['x-fix']}"
     if isinstance(node, dict) and "x-fix" in node:
         return node["x-fix"]
     # walk the schema path from the deepest node up
@@ -170,7 +179,21 @@ def _load_yaml(path: Path) -> object:
                               "fix the YAML syntax (indentation, colons, quotes)") from None
 
 
+def _plain(value):
+    """YAML turns 2027-06-30 into a date; the schema speaks strings."""
+    import datetime
+
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return value
+
+
 def validate_document(doc: object, path: Path) -> dict:
+    doc = _plain(doc)
     if not isinstance(doc, dict):
         raise TargetFileError(path, None, "is not a YAML mapping", "start from fixtures/targets/example-host.yaml")
     schema = _schema()
@@ -198,7 +221,7 @@ def _load_waivers(doc: dict, path: Path) -> list[Waiver]:
             schema = _schema()
             wv = jsonschema.Draft202012Validator({"$defs": schema["$defs"], **schema["$defs"]["waiver"]},
                                                  format_checker=jsonschema.FormatChecker())
-            for i, w in enumerate(sub.get("waivers", [])):
+            for i, w in enumerate(_plain(sub.get("waivers", []))):
                 errs = list(wv.iter_errors(w))
                 if errs:
                     e = errs[0]

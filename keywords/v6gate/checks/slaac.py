@@ -7,7 +7,7 @@ from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLA
 from ..core.check import Part, check
 from ..net import match as M
 from ..net import packets as P
-from ..net.nd import ND_HOP_LIMIT, is_dad_ns_for, prefix_option, router_advertisement, test_prefix
+from ..net.nd import ND_HOP_LIMIT, fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
 
 LINK_LOCAL = ipaddress.IPv6Network("fe80::/64")
 
@@ -103,7 +103,7 @@ def global_address_is_formed_and_probed(t):
     """For a Prefix Information option with the autonomous flag set and a
     /64 prefix not yet in use, the host forms an address from the prefix
     and its interface identifier (§5.5.3(d)) and runs DAD on it (§5.4)."""
-    prefix = test_prefix(avoid=t.target.link_prefix)
+    prefix = fresh_prefix(avoid=t.target.link_prefix)
     tr1 = t.tr1
     ra = router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=120, preferred=120)])
     since = t.port.now()

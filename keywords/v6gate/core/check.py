@@ -16,6 +16,13 @@ fault that must make it FAIL); the function holds the packets.
 Parts are data: ``Part(letter, title, **params)``; the function reads
 ``t.p.<param>``.  A part may override rfc, expect, fault, scope, profile and
 capabilities.
+
+Lab-side declarations (ignored for real devices, which bring their own):
+``lab_services`` names optional services of the topology the check needs
+(Kea, a NAT64 path, ...; a real target SKIPs such a check), ``dut_config``
+names a DUT configuration of the topology (``nodes.dut.configs``: sysctls
+and DUT-side daemons such as a DHCPv6 client) applied when the lab DUT is
+rebuilt for the check.
 """
 
 from __future__ import annotations
@@ -89,6 +96,8 @@ class Check:
     kind: str = "check"
     doc: str = ""
     uncontrollable: str | None = None
+    lab_services: frozenset[str] = frozenset()
+    dut_config: str | None = None
 
     # resolved per part -------------------------------------------------------
     def part(self, letter: str | None) -> Part:
@@ -136,7 +145,7 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
           parts: Iterable[Part] | None = None, capabilities: Iterable[str] = ("Core",), scope: str = "both",
           fault: str | None = None, profile: str = "default", needs: Iterable[str] = (),
           liveness: str | None = "ns", kind: str = "check", uncontrollable: str | None = None,
-          id: str | None = None):
+          lab_services: Iterable[str] = (), dut_config: str | None = None, id: str | None = None):
     """Register a check.  See the module docstring."""
 
     def register(func: Callable) -> Callable:
@@ -157,7 +166,7 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
         c = Check(id=check_id, area=area, title=title, rfc=rfc, expect=expect, func=func, ipv6ready=ipv6ready,
                   parts=plist, capabilities=tuple(capabilities), scope=scope, fault=fault, profile=profile,
                   needs=frozenset(needs), liveness=liveness, kind=kind, doc=(func.__doc__ or "").strip(),
-                  uncontrollable=uncontrollable)
+                  uncontrollable=uncontrollable, lab_services=frozenset(lab_services), dut_config=dut_config)
         REGISTRY[check_id] = c
         func.check = c
         return func

@@ -39,14 +39,19 @@ class NotApplicable(Exception):
 class DutView:
     """The DUT as the tester knows it: MAC and addresses, learned lazily."""
 
-    def __init__(self, target, control: Control, link_local: str):
+    def __init__(self, target, control: Control, link_local: str, port: Port | None = None):
         self.target = target
+        self.port = port
         self.control = control
         self.mac = target.dut_mac
         self.link_local = link_local
         self.prefix = target.link_prefix
+        self._learned: dict[str, str] = {}
 
     def global_address(self, prefix: ipaddress.IPv6Network | str | None = None) -> str:
+        """The DUT's global address in ``prefix`` (default: the link prefix):
+        from the target file, else read through the control adapter, else
+        learned from the wire (see ``_probe_global``)."""
         net = ipaddress.IPv6Network(prefix) if prefix else self.prefix
         for a in self.target.dut_global:
             if ipaddress.IPv6Address(a) in net:
@@ -57,8 +62,35 @@ class DutView:
                     return a
         except NotSupported:
             pass
+        learned = self._learned.get(str(net))
+        if learned is None and self.port is not None:
+            learned = self._probe_global(self.port, net)
+        if learned:
+            self._learned[str(net)] = learned
+            return learned
         raise BenchError(f"the DUT has no known global address in {net}: list it under dut.global in the "
                          "target file, or give the tester a control adapter that can read it")
+
+    def _probe_global(self, port: Port, net: ipaddress.IPv6Network) -> str | None:
+        """Learn a global address from the wire: an Echo Request to all-nodes
+        from an on-link global source.  The reply's source is chosen by RFC
+        6724 source selection for that destination (RFC 4443 §2.2 (b)), i.e.
+        the DUT's address in the same prefix."""
+        prober = EmulatedNode.fresh("ADDRPROBE", net)
+        port.add_responder(prober.responder)
+        try:
+            req = prober.ipv6(P.ALL_NODES, "", src=prober.global_addr) / ICMPv6EchoRequest(id=0xAD0B, seq=1)
+            since = port.send(req)
+            frames = port.collect(M.all_of(M.from_mac(self.mac), M.echo_reply_to(req)),
+                                  float(self.target.timing["reply_timeout_s"]), since=since,
+                                  until=lambda fs: bool(fs))
+        finally:
+            port.remove_responder(prober.responder)
+        for f in frames:
+            src = f.pkt[IPv6].src
+            if ipaddress.IPv6Address(src) in net:
+                return src
+        return None
 
     def addresses(self) -> list[str]:
         return self.control.addresses()

@@ -41,6 +41,20 @@ class Control:
         raise NotSupported("the DUT cannot be told to send an Echo Request: control adapter 'none' (set "
                            "control.ssh.commands.ping in the target file)")
 
+    def resolve(self, name: str, *, family: str = "any", timeout_s: float = 5.0) -> subprocess.Popen:
+        """Make the DUT look up ``name`` with its own resolver configuration
+        (family: any, inet6, inet).  Returns the running process; its stdout
+        holds the addresses found, one per line."""
+        raise NotSupported("the DUT cannot be told to resolve a name: set control.ssh.commands.resolve in the "
+                           "target file")
+
+    def connect(self, host: str, port: int, *, proto: str = "tcp", timeout_s: float = 5.0) -> subprocess.Popen:
+        """Make the DUT open a connection (tcp) or send a datagram (udp) to
+        host:port; host may be a name (resolved by the DUT) or an address.
+        Exit status 0 means it connected."""
+        raise NotSupported("the DUT cannot be told to open a connection: set control.ssh.commands.connect in the "
+                           "target file")
+
     def close(self) -> None:
         pass
 
@@ -81,6 +95,21 @@ class NetnsControl(Control):
         argv.append(dst.split("%")[0])
         return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+    def resolve(self, name, *, family="any", timeout_s=5.0):
+        db = {"any": "ahosts", "inet6": "ahostsv6", "inet": "ahostsv4"}[family]
+        return subprocess.Popen(["ip", "netns", "exec", self.ns, "timeout", str(timeout_s), "getent", db, name],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def connect(self, host, port, *, proto="tcp", timeout_s=5.0):
+        code = ("import socket,sys\n"
+                "h,p,pr,t=sys.argv[1],int(sys.argv[2]),sys.argv[3],float(sys.argv[4])\n"
+                "if pr=='tcp':\n socket.create_connection((h,p),timeout=t).close()\n"
+                "else:\n"
+                " ai=socket.getaddrinfo(h,p,0,socket.SOCK_DGRAM)[0]\n"
+                " s=socket.socket(ai[0],socket.SOCK_DGRAM); s.sendto(b'v6gate',ai[4])\n")
+        return subprocess.Popen(["ip", "netns", "exec", self.ns, "python3", "-c", code, host, str(port), proto,
+                                 str(timeout_s)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
     def sh(self, command: str) -> subprocess.CompletedProcess:
         """Run a shell command in the DUT namespace (lab faults only)."""
         return run(["sh", "-c", command], ns=self.ns, what="DUT command")
@@ -89,8 +118,9 @@ class NetnsControl(Control):
 class SshControl(Control):
     name = "ssh"
 
-    def __init__(self, spec: dict):
+    def __init__(self, spec: dict, interface: str = ""):
         self.spec = spec
+        self.interface = interface
         self.commands = spec.get("commands", {})
 
     def _argv(self, command: str) -> list[str]:
@@ -107,7 +137,7 @@ class SshControl(Control):
         cmd = self.commands.get(action)
         if not cmd:
             raise NotSupported(f"control.ssh.commands.{action} is not set in the target file ({field})")
-        return cmd
+        return cmd.replace("{interface}", shlex.quote(self.interface))
 
     def _run(self, command: str, timeout: float = 60) -> str:
         try:
@@ -141,8 +171,18 @@ class SshControl(Control):
 
     def ping(self, dst, *, size=56, count=1, interface=None, wait_s=2.0):
         cmd = self._template("ping", "needed to make the DUT send Echo Requests").format(
-            dst=shlex.quote(dst), size=int(size), count=int(count), interface=shlex.quote(interface or ""))
+            dst=shlex.quote(dst), size=int(size), count=int(count))
         return subprocess.Popen(self._argv(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def resolve(self, name, *, family="any", timeout_s=5.0):
+        cmd = self._template("resolve", "needed to make the DUT resolve names").format(
+            name=shlex.quote(name), family=family)
+        return subprocess.Popen(self._argv(cmd), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def connect(self, host, port, *, proto="tcp", timeout_s=5.0):
+        cmd = self._template("connect", "needed to make the DUT open connections").format(
+            host=shlex.quote(host), port=int(port), proto=proto)
+        return subprocess.Popen(self._argv(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def control_for(target, lab=None) -> Control:
@@ -150,5 +190,5 @@ def control_for(target, lab=None) -> Control:
     if adapter == "netns":
         return NetnsControl(lab, target.control["netns"], target.control.get("interface", "eth0"))
     if adapter == "ssh":
-        return SshControl(target.control["ssh"])
+        return SshControl(target.control["ssh"], target.control.get("interface", ""))
     return NoControl()

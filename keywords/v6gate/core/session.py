@@ -20,8 +20,9 @@ from pathlib import Path
 from ..errors import BenchError, UsageError, V6GateError
 from ..lab.faults import AppliedFault, apply_fault, get_fault
 from ..net import packets as P
-from ..net.capture import Capture, pcap_frame_count, pcap_path_for
+from ..net.capture import Capture, pcap_path_for
 from ..net.port import Port
+from ..paths import shown
 from ..target import Target, load_target
 from .check import NEEDS, Check, Part
 from .context import CheckContext, DutView, NotApplicable
@@ -81,6 +82,7 @@ class Session:
         self.worker = os.environ.get("PYTEST_XDIST_WORKER") or "main"
         self._fault = None  # the lab fault in force for the running check
         self._applied: AppliedFault | None = None
+        self.last_lab_timings: dict | None = None
 
     # -- construction helpers ---------------------------------------------------------
     @classmethod
@@ -117,7 +119,7 @@ class Session:
         except BenchError as exc:
             self.open_error = str(exc)
             ll = "fe80::"
-        self.dut = DutView(t, self.control, ll)
+        self.dut = DutView(t, self.control, ll, self.port)
         return self
 
     def close(self) -> None:
@@ -131,6 +133,7 @@ class Session:
         self.control.close()
         if self.lab:
             self.lab.down()
+            self.last_lab_timings = {k: round(v, 3) for k, v in self.lab.timings.items()}
             self.lab = None
 
     def __enter__(self) -> Session:
@@ -182,18 +185,21 @@ class Session:
             return f"{NEEDS['exclusive_router']}, but the target file says link.other_routers: true"
         if "lab_router" in c.needs and not self.lab:
             return "needs the lab's router and services; run it against the lab"
+        if c.lab_services and not self.lab:
+            return f"needs the lab's {', '.join(sorted(c.lab_services))}; run it against the embedded lab"
         return None
 
     def _prepare_lab(self, c: Check, fault_name: str | None) -> AppliedFault | None:
         lab = self.lab
         exclusive = "exclusive_router" in c.needs
         lab.set_router_advertising(not exclusive)
+        lab.ensure_services(set(c.lab_services))
         fault = get_fault(fault_name) if fault_name else None
-        if "no_reset" in c.needs and not fault and not lab.dut_faulted:
-            return None
         if lab.external_dut:
             return None
-        lab.reset_dut(boot_sysctl=fault.boot_sysctl if fault else None, wait=False)
+        if "no_reset" in c.needs and not fault and not lab.dut_faulted and lab.dut_config == c.dut_config:
+            return None
+        lab.reset_dut(boot_sysctl=fault.boot_sysctl if fault else None, wait=False, config=c.dut_config)
         try:
             lab.wait_dut_ready(timeout=self.target.timing["ready_timeout_s"] if not fault else 3.0)
         except BenchError:
@@ -217,7 +223,8 @@ class Session:
             return self.control.reset()
         if self._applied:
             self._applied.remove()
-        t = self.lab.reset_dut(boot_sysctl=self._fault.boot_sysctl if self._fault else None, wait=False)
+        t = self.lab.reset_dut(boot_sysctl=self._fault.boot_sysctl if self._fault else None, wait=False,
+                               config=self.lab.dut_config)
         if self._fault:
             self._applied = self._apply(self._fault)
         return t
@@ -252,7 +259,7 @@ class Session:
                 elif "reset" in c.needs:
                     self.control.reset()
                 self.capture.begin(pcap)
-                evidence["pcap"] = str(pcap)
+                evidence["pcap"] = shown(pcap)
                 ctx = CheckContext(check=c, part=part, port=self.port, target=self.target,
                                    control=self.control, dut=self.dut, session=self)
                 if c.liveness:
@@ -308,10 +315,3 @@ class Session:
             waiver=waiver.as_dict() if waiver else None, fault=fault, setup=setup, target=self.target.name,
             worker=self.worker, measurements=measurements, timeline=timeline,
         )
-
-    def finalize_evidence(self, results: list[Result]) -> None:
-        """After the capture stopped: drop pcap paths that were never written."""
-        for r in results:
-            p = r.evidence.get("pcap")
-            if p and pcap_frame_count(Path(p)) is None:
-                r.evidence.pop("pcap")

@@ -60,6 +60,8 @@ class Lab:
         self.tester_node = self.topology.node_with_role("tester")
         self.dut_faulted = False
         self._paused: set[str] = set()
+        self.wanted: set[str] = set()  # optional services the current check needs
+        self.dut_config: str | None = None  # the DUT configuration (topology 'configs') in force
 
     # -- names --------------------------------------------------------------
     def ns(self, node: str) -> str:
@@ -92,6 +94,7 @@ class Lab:
         procs = [rec for svcs in self.services.values() for s in svcs for rec in s.records()]
         registry.register(self.lab_id, {
             "lab_id": self.lab_id,
+            "standalone": self.keep,
             "owner_pid": None if self.keep else os.getpid(),
             "owner_start": None if self.keep else registry.process_start_time(),
             "created": time.time(),
@@ -111,7 +114,8 @@ class Lab:
         t0 = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._register()  # before anything exists, so a crash mid-build is cleanable
-        atexit.register(self.down)
+        if not self.keep:
+            atexit.register(self.down)
         try:
             run(["ip", "netns", "add", self.switch_ns])
             self._sysctl(self.switch_ns, {
@@ -214,14 +218,41 @@ class Lab:
                   f"link set {self.tap_name} mtu {self.topology.links[lan].mtu} master br-{lan} up"],
                  self.switch_ns, what="lab TAP for the external DUT")
 
-    def _start_services(self, node: str) -> None:
+    def _start_services(self, node: str, extra: list[dict] | None = None) -> None:
+        """Start a node's services: the always-on ones, the optional ones the
+        current check asked for (``self.wanted``), and ``extra`` (a DUT
+        configuration's own services)."""
         svcs = []
-        for spec in self.topology.nodes[node].services:
+        for spec in [*self.topology.nodes[node].services, *(extra or [])]:
             svc = build_service(self, node, spec)
-            if svc.kind not in self._paused:
+            if svc.kind not in self._paused and (not spec.get("optional") or svc.sid in self.wanted):
                 svc.start()
             svcs.append(svc)
         self.services[node] = svcs
+
+    def ensure_services(self, wanted: set[str]) -> None:
+        """Run exactly the optional services in ``wanted`` (by id) on the
+        nodes other than the DUT; the DUT's are settled by reset_dut."""
+        self.wanted = set(wanted)
+        changed = False
+        for node, svcs in self.services.items():
+            if node == self.dut_node.name:
+                continue
+            for svc in svcs:
+                if not svc.spec.get("optional"):
+                    continue
+                if svc.sid in self.wanted and not svc.running():
+                    svc.start()
+                    changed = True
+                elif svc.sid not in self.wanted and svc.running():
+                    svc.stop()
+                    changed = True
+        if changed:
+            self._register()
+
+    def optional_services(self) -> set[str]:
+        return {spec.get("id", spec["name"]) for n in self.topology.nodes.values() for spec in n.services
+                if spec.get("optional")}
 
     def service(self, kind: str):
         for svcs in self.services.values():
@@ -260,7 +291,7 @@ class Lab:
     def wait_dut_ready(self, timeout: float = 15.0, want_global: bool | None = None) -> float:
         """Wait until the DUT's link-local (and, when the lab router advertises,
         its global address) has finished DAD.  Returns the seconds waited."""
-        ready = self.dut_node.ready
+        ready = {**self.dut_node.ready, **self._dut_config(self.dut_config)["ready"]}
         prefix = ready.get("global_prefix")
         if want_global is None:
             want_global = bool(prefix) and self.router_advertising()
@@ -280,7 +311,7 @@ class Lab:
             time.sleep(0.01)
 
     def reset_dut(self, want_global: bool | None = None, boot_sysctl: dict | None = None,
-                  wait: bool = True) -> float:
+                  wait: bool = True, config: str | None = None) -> float:
         """Rebuild the DUT namespace from the topology: a fresh boot of the DUT.
         Removes every fault applied to it; ``boot_sysctl`` (a fault's) is set
         before the interface exists.  Returns the seconds it took."""
@@ -297,13 +328,24 @@ class Lab:
             ip_batch(cmds, self.switch_ns, what="remove DUT ports")
         run(["ip", "netns", "del", ns], check=False)
         shutil.rmtree(f"/etc/netns/{ns}", ignore_errors=True)
-        self._build_node(name, boot_sysctl)
-        self._start_services(name)
+        cfg = self._dut_config(config)
+        self.dut_config = config
+        self._build_node(name, {**cfg["sysctl"], **(boot_sysctl or {})})
+        self._start_services(name, cfg["services"])
         self._register()
         self.dut_faulted = bool(boot_sysctl)
         if wait:
             self.wait_dut_ready(want_global=want_global)
         return time.monotonic() - t0
+
+    def _dut_config(self, name: str | None) -> dict:
+        if not name:
+            return {"sysctl": {}, "services": [], "ready": {}}
+        configs = self.dut_node.configs
+        if name not in configs:
+            raise LabError(f"the topology {self.topology.path} has no DUT configuration {name!r}; "
+                           f"known: {', '.join(sorted(configs)) or 'none'}")
+        return configs[name]
 
     # -- targets ------------------------------------------------------------
     def target_overrides(self) -> dict:

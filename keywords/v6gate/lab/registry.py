@@ -159,12 +159,9 @@ def cleanup(*, lab_ids: list[str] | None = None, stale_only: bool = False, prefi
         if lab_ids is not None and lab_id not in lab_ids:
             continue
         info = reg.get(lab_id, {})
-        if stale_only and info and owner_alive(info):
-            continue
-        if stale_only and not info and namespaces:
-            # namespaces without a registry file: an interrupted build, or a
-            # lab whose registry was removed; treat as stale
-            pass
+        if stale_only and info and (info.get("standalone") or owner_alive(info)):
+            continue  # a running harness's lab, or one left up on purpose by `lab up`
+        # (namespaces without a registry file come from an interrupted build: stale)
         namespaces = sorted(set(namespaces) | {n for n in info.get("namespaces", []) if n in ns_all})
         kill_ns_processes(namespaces)
         for proc in info.get("procs", []):

@@ -34,6 +34,7 @@ class Node:
     neigh: dict
     services: list[dict]
     ready: dict
+    configs: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -97,8 +98,20 @@ def load_topology(path: str | Path | None = None) -> Topology:
             ifaces[link] = Iface(link, ispec.get("ifname", "eth0"), mac, list(ispec.get("addresses", [])))
         role = spec.get("role", name)
         roles.append(role)
+        configs = {}
+        for cname, cspec in (spec.get("configs") or {}).items():
+            cspec = cspec or {}
+            unknown = set(cspec) - {"description", "sysctl", "services", "ready"}
+            if unknown:
+                raise _bad(path, f"nodes.{name}.configs.{cname}", f"unknown keys {sorted(unknown)}",
+                           "use description, sysctl, services, ready")
+            configs[cname] = {"description": cspec.get("description", ""), "sysctl": dict(cspec.get("sysctl") or {}),
+                              "services": list(cspec.get("services") or []), "ready": dict(cspec.get("ready") or {})}
+        for svc in spec.get("services") or []:
+            if not isinstance(svc, dict) or "name" not in svc:
+                raise _bad(path, f"nodes.{name}.services", "each service needs a 'name'", "see fixtures/lab/topology.yaml")
         nodes[name] = Node(name, role, ifaces, dict(spec.get("sysctl") or {}), dict(spec.get("neigh") or {}),
-                           list(spec.get("services") or []), dict(spec.get("ready") or {}))
+                           list(spec.get("services") or []), dict(spec.get("ready") or {}), configs)
     for required in ("dut", "tester"):
         if required not in roles:
             raise _bad(path, "nodes", f"no node with role '{required}'", f"add a '{required}' node")

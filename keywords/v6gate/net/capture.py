@@ -162,7 +162,10 @@ class Capture:
         return buf
 
     def _reader(self) -> None:
-        f = self.proc.stdout
+        self.split_stream(self.proc.stdout)
+
+    def split_stream(self, f) -> None:
+        """Copy a pcapng byte stream into the segment files as markers arrive."""
         try:
             while True:
                 head = self._read_exact(f, 8)

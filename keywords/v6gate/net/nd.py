@@ -80,7 +80,7 @@ def router_advertisement(router: EmulatedNode, *, prefixes=(), router_lifetime: 
     return pkt
 
 
-def test_prefix(avoid: ipaddress.IPv6Network | None = None) -> ipaddress.IPv6Network:
+def fresh_prefix(avoid: ipaddress.IPv6Network | None = None) -> ipaddress.IPv6Network:
     """A fresh /64 inside 2001:db8::/32 for one check, so that nothing the
     DUT learned earlier (addresses, prefix list entries) is in the way."""
     while True:

@@ -39,6 +39,7 @@ class Service:
         self.node = node
         self.spec = spec
         self.params = {**self.defaults, **spec.get("params", {})}
+        self.sid = spec.get("id", spec["name"])
         self.daemons = []
 
     @property

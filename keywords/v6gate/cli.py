@@ -1,0 +1,382 @@
+"""The ``v6gate`` command.
+
+    v6gate run [--target FILE] [--profile default|full] [-n N] [--area A] [--check ID] [--baseline RESULTS]
+    v6gate lab up|down|status ...
+    v6gate list [--area A] [--profile full] [--json]
+    v6gate validate TARGET_FILE
+    v6gate report RUN_DIR
+    v6gate controls [-n N] [--area A] [--check ID]
+    v6gate selftest
+
+Bad input gets one line on stderr and exit code 2; see README.md for the
+exit codes of ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .errors import UsageError, V6GateError
+from .paths import ROOT, SUITES
+from .report.results import EXIT_INTERRUPTED, EXIT_USAGE
+
+PHASES = (
+    # (label, suite directory, runs in parallel)
+    ("checks", SUITES / "conformance", True),
+    ("gates", SUITES / "performance", False),
+)
+
+
+def _err(msg: str, code: int = EXIT_USAGE) -> int:
+    print(f"v6gate: {msg}", file=sys.stderr)
+    return code
+
+
+def _default_workers() -> int:
+    # Functional checks mostly wait on the DUT; labs are cheap (<0.1 s CPU each).
+    return max(2, min(4, 2 * (os.cpu_count() or 1)))
+
+
+# -- run ---------------------------------------------------------------------------
+def cmd_run(args) -> int:
+    from .core.check import all_items
+    from .lab import registry
+    from .pytest_plugin import new_run_dir, new_run_id
+    from .report.writer import finalize_run
+    from .target import load_target
+
+    target_arg = "lab"
+    if args.target:
+        load_target(args.target)  # validate before anything is built (one-line error, exit 2)
+        target_arg = str(Path(args.target).resolve())
+    if args.baseline and not Path(args.baseline).is_file():
+        raise UsageError(f"--baseline {args.baseline}: file not found; pass a previous run's results.json")
+    if os.geteuid() != 0 and target_arg == "lab":
+        raise UsageError("the embedded lab needs root: run as root (or pass --target for a real device)")
+    registry.cleanup(stale_only=True)  # leftovers of a crashed earlier run (owner process gone)
+    run_id = new_run_id()
+    run_dir = Path(args.out).resolve() if args.out else new_run_dir(run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "V6GATE_RUN_ID": run_id, "V6GATE_RUN_DIR": str(run_dir)}
+    expected = [f"{c.id}{'#' + p.letter if p.letter else ''}" for c, p in
+                all_items(areas=args.area or None, profile=args.profile, kind=None, ids=args.check or None)
+                if (c.kind == "check" or not args.no_gates)]
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    t0 = time.monotonic()
+    print(f"v6gate run {run_id}: target {args.target or 'embedded lab'}, profile {args.profile}, "
+          f"{len(expected)} checks -> {run_dir}", flush=True)
+    phases, interrupted = [], False
+    for label, suite, parallel in PHASES:
+        if label == "gates" and args.no_gates:
+            continue
+        tests = sorted(suite.glob("test_*.py"))
+        if args.area:
+            tests = [t for t in tests if t.stem.removeprefix("test_") in args.area]
+        if not tests:
+            continue
+        workers = args.workers if parallel else 0
+        argv = [sys.executable, "-m", "pytest", *map(str, tests), "-p", "no:cacheprovider", "-q", "-rfE",
+                "--no-header", f"--v6gate-target={target_arg}", f"--v6gate-profile={args.profile}",
+                f"--v6gate-run-dir={run_dir}", "--v6gate-no-report", f"--v6gate-phase={label}",
+                "-o", "console_output_style=count"]
+        for cid in args.check or []:
+            argv.append(f"--v6gate-check={cid}")
+        if workers:
+            argv += ["-n", str(workers)]
+        t1 = time.monotonic()
+        rc = _run_child(argv, env)
+        phases.append({"phase": label, "workers": workers, "wall_s": round(time.monotonic() - t1, 2),
+                       "pytest_exit": rc})
+        if rc == EXIT_INTERRUPTED:
+            interrupted = True
+            break
+        if rc == PYTEST_USAGE_ERROR:  # already printed (e.g. the target file, seen by a worker)
+            registry.cleanup(prefix=f"{registry.PREFIX}{run_id}")
+            return EXIT_USAGE
+    registry.cleanup(prefix=f"{registry.PREFIX}{run_id}")  # nothing of this run survives it
+    paths, doc = finalize_run(run_dir, target_label=args.target or "lab", profile=args.profile, started=started,
+                              command=" ".join(["v6gate", *sys.argv[1:]]), baseline=args.baseline,
+                              expected_keys=None if interrupted else expected, phases=phases, t0=t0)
+    s = doc["summary"]
+    c = s["counts"]
+    print(f"v6gate: PASS {c['PASS']}  FAIL {c['FAIL']} ({len(s['waived'])} waived, {len(s['new_failures'])} new)  "
+          f"SKIP {c['SKIP']}  ERROR {c['ERROR']}  INCONCLUSIVE {c['INCONCLUSIVE']}  "
+          f"in {time.monotonic() - t0:.1f} s")
+    for key in s["new_failures"]:
+        print(f"  new FAIL: {key}")
+    for key in s["fixed"]:
+        print(f"  fixed:    {key} (waived or baseline FAIL now PASSes)")
+    for key in s["errors"]:
+        print(f"  ERROR:    {key}")
+    print(f"v6gate: report {paths['html']}\n        results {paths['results']}\n        junit {paths['junit']}")
+    if interrupted:
+        print("v6gate: interrupted; the reports hold what finished", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return s["exit_code"]
+
+
+PYTEST_USAGE_ERROR = 4
+_child: subprocess.Popen | None = None
+_interrupted = False
+
+
+def _run_child(argv, env) -> int:
+    """Run a phase; SIGTERM/SIGINT to us are passed on and the child is reaped."""
+    global _child, _interrupted
+    _child = subprocess.Popen(argv, env=env, cwd=ROOT)
+
+    def forward(signum, _frame):
+        global _interrupted
+        _interrupted = True
+        if _child and _child.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                _child.send_signal(signal.SIGTERM if signum == signal.SIGTERM else signal.SIGINT)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        while True:
+            try:
+                rc = _child.wait(timeout=30 if _interrupted else None)
+                break
+            except subprocess.TimeoutExpired:
+                _child.kill()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if _interrupted:
+        return EXIT_INTERRUPTED
+    return rc
+
+
+# -- lab --------------------------------------------------------------------------------
+def cmd_lab(args) -> int:
+    from .lab import Lab, registry
+
+    if os.geteuid() != 0:
+        raise UsageError("the lab needs root: run as root")
+    if args.lab_cmd == "up":
+        name = args.name or time.strftime("%H%M%S")
+        if not name.isalnum() or len(name) > 8:
+            raise UsageError(f"--name {name!r}: use 1-8 letters or digits")
+        lab_id = f"{registry.PREFIX}{name}"
+        if any(n.startswith(lab_id + "-") for n in registry.our_namespaces()):
+            raise UsageError(f"a lab named {name} is already up; 'v6gate lab down {name}' first")
+        t0 = time.monotonic()
+        lab = Lab(args.topology, lab_id=lab_id, external_dut="tap" if args.tap else None, tap_name=args.tap or "tap0",
+                  keep=True)
+        lab.up()
+        target_path = _write_lab_target(lab, args)
+        info = lab.describe()
+        info["target_file"] = str(target_path)
+        print(json.dumps(info, indent=1) if args.json else _lab_text(info, time.monotonic() - t0))
+        return 0
+    if args.lab_cmd == "down":
+        t0 = time.monotonic()
+        if args.all:
+            removed = registry.cleanup()
+        elif args.stale:
+            removed = registry.cleanup(stale_only=True)
+        elif args.names:
+            removed = registry.cleanup(lab_ids=[n if n.startswith(registry.PREFIX) else registry.PREFIX + n
+                                                for n in args.names])
+        else:
+            raise UsageError("say which lab: 'lab down NAME', 'lab down --stale' or 'lab down --all'")
+        print(f"removed {len(removed)} lab(s) in {time.monotonic() - t0:.2f} s: {' '.join(removed) or '-'}")
+        return 0
+    # status
+    reg = registry.registered()
+    labs = {n.rsplit("-", 1)[0] for n in registry.our_namespaces()} | set(reg)
+    for lab_id in sorted(labs):
+        info = reg.get(lab_id, {})
+        owner = "standalone" if info and not info.get("owner_pid") else (
+            "running" if info and registry.owner_alive(info) else "STALE (owner gone)")
+        print(f"{lab_id}\t{owner}\t{' '.join(info.get('namespaces', []))}")
+    if not labs:
+        print("no labs")
+    return 0
+
+
+def _write_lab_target(lab, args) -> Path:
+    import yaml
+
+    from .paths import FIXTURES
+
+    base_path = FIXTURES / "targets" / ("example-tap.yaml" if args.tap else "lab.yaml")
+    doc = yaml.safe_load(base_path.read_text())
+    over = lab.target_overrides()
+    doc.pop("lab", None)
+    doc["waiver_files"] = [str((base_path.parent / w).resolve()) for w in doc.get("waiver_files", [])]
+    doc["tester"] = {**doc.get("tester", {}), **over["tester"]}
+    doc["link"] = {**doc.get("link", {}), **over.get("link", {})}
+    if args.tap:
+        if args.dut_mac:
+            doc["dut"]["mac"] = args.dut_mac
+        doc["description"] = f"external DUT on TAP {args.tap} of lab {lab.lab_id}"
+    else:
+        doc["dut"] = {**doc["dut"], **over.get("dut", {})}
+        doc["control"] = {"adapter": "netns", "netns": lab.dut_ns, "interface": lab.dut_ifname()}
+        doc["description"] = f"Linux DUT of standalone lab {lab.lab_id} (no per-check reset)"
+    out = lab.workdir / "target.yaml"
+    out.write_text("# written by 'v6gate lab up'; removed by 'v6gate lab down'\n" + yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+def _lab_text(info: dict, seconds: float) -> str:
+    lines = [f"lab {info['lab_id']} up in {seconds:.2f} s",
+             f"  namespaces: {' '.join(info['namespaces'])}",
+             f"  tester: {info['tester']['interface']} in {info['tester']['netns']}"]
+    if info.get("tap"):
+        t = info["tap"]
+        lines += [f"  TAP for your DUT: {t['name']} in namespace {t['netns']} (bridged onto the lab link)",
+                  f"    e.g. ip netns exec {t['netns']} qemu-system-x86_64 ... "
+                  f"-netdev tap,id=n0,ifname={t['name']},script=no,downscript=no -device virtio-net,netdev=n0"]
+    else:
+        lines.append(f"  DUT: {info['dut']['netns']}")
+    lines += [f"  target file: {info['target_file']}",
+              f"  run checks:  v6gate run --target {info['target_file']}",
+              f"  tear down:   v6gate lab down {info['lab_id'].removeprefix('v6g')}"]
+    return "\n".join(lines)
+
+
+# -- list / validate / report -----------------------------------------------------------
+def cmd_list(args) -> int:
+    from .core.check import all_items
+
+    items = all_items(areas=args.area or None, profile=args.profile, kind=None)
+    if args.json:
+        print(json.dumps([{"id": c.id, "part": p.letter, "area": c.area, "kind": c.kind, "ipv6ready": c.ipv6ready_of(p),
+                           "rfc": c.rfc_of(p), "title": c.title_of(p), "expect": c.expect_of(p),
+                           "scope": c.scope_of(p), "profile": c.profile_of(p), "fault": c.fault_of(p),
+                           "capabilities": list(c.capabilities_of(p))} for c, p in items], indent=1))
+        return 0
+    for c, p in items:
+        ref = f"{c.ipv6ready_of(p) or '-'}{' ' + p.letter if p.letter else ''}"
+        print(f"{ref:20} {c.rfc_of(p):28} {c.id}{'#' + p.letter if p.letter else ''}  "
+              f"[{c.scope_of(p)}/{c.profile_of(p)}]  {c.title_of(p)}")
+    print(f"{len(items)} check parts")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from .target import load_target
+
+    t = load_target(args.target_file)
+    print(f"{args.target_file}: OK ({t.kind} '{t.name}', {len(t.capabilities)} capabilities, "
+          f"control {t.control['adapter']}, {len(t.waivers)} waivers)")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report.writer import finalize_run
+
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "records").is_dir():
+        raise UsageError(f"{run_dir}: no records/ directory; pass a run directory under reports/runs/")
+    paths, doc = finalize_run(run_dir, target_label="?", profile=args.profile, command="v6gate report")
+    print(f"{paths['html']} (exit code {doc['summary']['exit_code']})")
+    return doc["summary"]["exit_code"]
+
+
+def cmd_controls(args) -> int:
+    argv = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "lab" / "test_controls.py"), "-p",
+            "no:cacheprovider", "-q", "-rfE", "-n", str(args.workers)]
+    for a in args.area or []:
+        argv.append(f"--controls-area={a}")
+    for c in args.check or []:
+        argv.append(f"--controls-check={c}")
+    if args.profile == "full":
+        argv.append("--controls-profile=full")
+    return _run_child(argv, os.environ.copy())
+
+
+def cmd_selftest(args) -> int:
+    script = ROOT / "tools" / "selftest"
+    return subprocess.call([str(script), *args.rest], cwd=ROOT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="v6gate", description="USGv6 / IPv6 Ready host conformance and IPv6-only readiness")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("run", help="run the checks against the embedded lab (default) or a target file")
+    r.add_argument("--target", help="target file of a real device (default: build the embedded lab)")
+    r.add_argument("--profile", choices=["default", "full"], default="default",
+                   help="'full' adds checks that wait on long protocol timers")
+    r.add_argument("-n", "--workers", type=int, default=_default_workers(),
+                   help="parallel labs/workers for the conformance phase (0: in-process)")
+    r.add_argument("--area", action="append", help="only this area (repeatable)")
+    r.add_argument("--check", action="append", help="only this check id (repeatable)")
+    r.add_argument("--baseline", help="a previous results.json: its FAILs are not new failures")
+    r.add_argument("--out", help="run directory (default reports/runs/<time>-<id>)")
+    r.add_argument("--no-gates", action="store_true", help="skip the performance-gate phase")
+    r.set_defaults(func=cmd_run)
+
+    lab = sub.add_parser("lab", help="standalone lab: up, down, status")
+    lsub = lab.add_subparsers(dest="lab_cmd", required=True)
+    up = lsub.add_parser("up", help="build a lab and leave it running")
+    up.add_argument("--name", help="1-8 letters/digits (default: the time)")
+    up.add_argument("--topology", help="topology file (default fixtures/lab/topology.yaml)")
+    up.add_argument("--tap", nargs="?", const="tap0", help="bridge a TAP device for a DUT the lab does not manage")
+    up.add_argument("--dut-mac", help="MAC of the external DUT on the TAP")
+    up.add_argument("--json", action="store_true")
+    down = lsub.add_parser("down", help="remove labs (ours only, by name prefix)")
+    down.add_argument("names", nargs="*")
+    down.add_argument("--all", action="store_true", help="every v6gate lab on this machine")
+    down.add_argument("--stale", action="store_true", help="labs whose owning process is gone")
+    lsub.add_parser("status", help="list labs")
+    lab.set_defaults(func=cmd_lab)
+
+    ls = sub.add_parser("list", help="list the checks and their references")
+    ls.add_argument("--area", action="append")
+    ls.add_argument("--profile", choices=["default", "full"], default="full")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_list)
+
+    v = sub.add_parser("validate", help="validate a target file")
+    v.add_argument("target_file")
+    v.set_defaults(func=cmd_validate)
+
+    rep = sub.add_parser("report", help="rebuild results.json, junit.xml and report.html of a run directory")
+    rep.add_argument("run_dir")
+    rep.add_argument("--profile", choices=["default", "full"], default="default")
+    rep.set_defaults(func=cmd_report)
+
+    ctl = sub.add_parser("controls", help="prove checks both ways on the lab -> reports/controls.json")
+    ctl.add_argument("-n", "--workers", type=int, default=_default_workers())
+    ctl.add_argument("--area", action="append")
+    ctl.add_argument("--check", action="append")
+    ctl.add_argument("--profile", choices=["default", "full"], default="default")
+    ctl.set_defaults(func=cmd_controls)
+
+    st = sub.add_parser("selftest", help="the project's own tests (lint, unit, lab, controls)")
+    st.add_argument("rest", nargs=argparse.REMAINDER)
+    st.set_defaults(func=cmd_selftest)
+
+    from .commands import register_all
+
+    register_all(sub)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        return _err(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        return _err("interrupted", EXIT_INTERRUPTED)
+    except V6GateError as exc:
+        return _err(str(exc), 3)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""JUnit XML from results.json (one testcase per check and part)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+
+def write_junit(doc: dict, path: Path) -> None:
+    checks = doc["checks"]
+    counts = doc["summary"]["counts"]
+    suite = ET.Element("testsuite", name=f"v6gate {doc['run']['target'].get('name', '')}",
+                       tests=str(len(checks)), failures=str(counts["FAIL"] + counts["INCONCLUSIVE"]),
+                       errors=str(counts["ERROR"]), skipped=str(counts["SKIP"]),
+                       time=f"{sum(c['duration_s'] for c in checks):.3f}", timestamp=doc["run"]["started"])
+    for c in checks:
+        name = f"{c['ipv6ready'] or c['id']}{'-' + c['part'] if c['part'] else ''} {c['title']}"
+        case = ET.SubElement(suite, "testcase", classname=f"v6gate.{c['area']}.{c['id']}", name=name,
+                             time=f"{c['duration_s']:.3f}")
+        text = f"{c['rfc']}: {c['reason']}"
+        v = c["verdict"]
+        if v == "FAIL" and c.get("waived"):
+            ET.SubElement(case, "skipped", message=f"waived FAIL: {text}")
+        elif v in ("FAIL", "INCONCLUSIVE"):
+            ET.SubElement(case, "failure", message=text[:500], type=v).text = text
+        elif v == "ERROR":
+            ET.SubElement(case, "error", message=text[:500], type="ERROR").text = text
+        elif v == "SKIP":
+            ET.SubElement(case, "skipped", message=text[:500])
+        if c.get("evidence", {}).get("pcap"):
+            ET.SubElement(case, "system-out").text = f"pcap: {c['evidence']['pcap']}"
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,171 @@
+"""results.json: merge the per-worker records of a run, judge them against
+waivers and an optional baseline, compute the exit code, validate against
+the schema, and write every report format from the one document."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+import jsonschema
+
+from .. import __version__
+from ..core.verdict import Result
+from ..errors import UsageError
+from ..paths import REPORTS
+
+SCHEMA = REPORTS / "schema" / "results.schema.json"
+
+# Exit codes of `v6gate run` (documented in README.md)
+EXIT_OK = 0  # every check PASSed, was SKIPped, or FAILed only where waived / in the baseline
+EXIT_FAIL = 1  # at least one new (unwaived) FAIL
+EXIT_USAGE = 2  # bad input: target file, options (nothing was run)
+EXIT_BENCH = 3  # no new FAIL, but an ERROR (bench broke) or an INCONCLUSIVE gate, or checks missing
+EXIT_INTERRUPTED = 130  # interrupted (Ctrl-C / SIGTERM); partial reports are written
+
+
+def load_records(run_dir: Path, phases: tuple[str, ...] | None = None) -> list[Result]:
+    out: dict[tuple[str, str | None, str], Result] = {}
+    rec_dir = Path(run_dir) / "records"
+    for path in sorted(rec_dir.glob("*.jsonl")):
+        if phases and not path.name.startswith(phases):
+            continue
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            try:
+                r = Result.from_dict(json.loads(line))
+            except (ValueError, TypeError):
+                continue  # a line cut by a kill; the check shows as missing
+            out[(r.id, r.part, r.setup)] = r
+    return list(out.values())
+
+
+def _baseline_failures(path: str | None) -> set[str]:
+    if not path:
+        return set()
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--baseline {path}: cannot read a results.json ({exc}); pass a previous run's results.json") from None
+    return {f"{c['id']}{'#' + c['part'] if c.get('part') else ''}" for c in doc.get("checks", [])
+            if c.get("verdict") == "FAIL"}
+
+
+def summarize(results: list[Result], *, baseline: str | None = None, expected_keys: list[str] | None = None) -> dict:
+    known = _baseline_failures(baseline)
+    counts = collections.Counter(r.verdict for r in results)
+    by_area: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    waived, new_failures, fixed, errors, inconclusive = [], [], [], [], []
+    for r in results:
+        by_area[r.area][r.verdict] += 1
+        key = r.key
+        if r.verdict == "FAIL":
+            if r.waived or key in known:
+                waived.append(key)
+            else:
+                new_failures.append(key)
+        elif r.verdict == "PASS" and (r.waiver or key in known):
+            fixed.append(key)
+        elif r.verdict == "ERROR":
+            errors.append(key)
+        elif r.verdict == "INCONCLUSIVE":
+            inconclusive.append(key)
+    have = {r.key for r in results}
+    missing = sorted(k for k in (expected_keys or []) if k not in have)
+    if new_failures:
+        code = EXIT_FAIL
+    elif errors or inconclusive or missing:
+        code = EXIT_BENCH
+    else:
+        code = EXIT_OK
+    return {
+        "counts": {v: counts.get(v, 0) for v in ("PASS", "FAIL", "SKIP", "ERROR", "INCONCLUSIVE")},
+        "by_area": {a: dict(c) for a, c in sorted(by_area.items())},
+        "waived": sorted(waived),
+        "new_failures": sorted(new_failures),
+        "fixed": sorted(fixed),
+        "errors": sorted(errors),
+        "inconclusive": sorted(inconclusive),
+        "missing": missing,
+        "exit_code": code,
+    }
+
+
+def _version(argv: list[str]) -> str | None:
+    exe = shutil.which(argv[0])
+    if not exe:
+        return None
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (cp.stdout or cp.stderr).strip().splitlines()
+    return text[0][:120] if text else None
+
+
+def tool_versions() -> dict:
+    import scapy
+
+    return {
+        "v6gate": __version__,
+        "python": platform.python_version(),
+        "scapy": scapy.__version__,
+        "dumpcap": _version(["dumpcap", "--version"]),
+        "radvd": _version(["radvd", "--version"]),
+        "iproute2": _version(["ip", "-V"]),
+    }
+
+
+def host_info() -> dict:
+    return {"hostname": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
+            "machine": platform.machine()}
+
+
+def build_document(results: list[Result], *, run_meta: dict, baseline: str | None = None,
+                   expected_keys: list[str] | None = None) -> dict:
+    order = {"check": 0, "gate": 1}
+    results = sorted(results, key=lambda r: (order.get(r.kind, 2), r.area, r.ipv6ready or "~", r.id, r.part or ""))
+    known = _baseline_failures(baseline)
+    checks = []
+    for r in results:
+        d = r.as_dict()
+        d["baseline_failure"] = r.verdict == "FAIL" and not r.waived and r.key in known
+        checks.append(d)
+    return {
+        "schema": "v6gate/results/1",
+        "run": {**run_meta, "baseline": baseline},
+        "summary": summarize(results, baseline=baseline, expected_keys=expected_keys),
+        "checks": checks,
+    }
+
+
+def validate(doc: dict) -> None:
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+
+
+def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
+    """Write results.json, junit.xml and report.html into run_dir."""
+    from .html import write_html
+    from .junit import write_junit
+
+    validate(doc)
+    run_dir = Path(run_dir)
+    out = {"results": run_dir / "results.json", "junit": run_dir / "junit.xml", "html": run_dir / "report.html"}
+    tmp = out["results"].with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str))
+    os.replace(tmp, out["results"])
+    write_junit(doc, out["junit"])
+    write_html(doc, out["html"], run_dir)
+    return out
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

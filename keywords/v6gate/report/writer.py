@@ -1,0 +1,76 @@
+"""Finishing a run: per-process session facts in, one results document and
+its report files out."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from .results import build_document, host_info, load_records, now_iso, tool_versions, write_all
+
+
+def write_session_info(run_dir: Path, session, closing: bool = False) -> None:
+    d = Path(run_dir) / "records"
+    d.mkdir(parents=True, exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    path = d / f"session-{worker}-{os.getpid()}.json"
+    info = json.loads(path.read_text()) if path.exists() else {}
+    info["worker"] = worker
+    info["target"] = session.target.summary()
+    info["setup_s"] = round(getattr(session, "setup_s", 0.0), 3)
+    lab = session.lab
+    if lab is not None:
+        info["lab"] = lab.describe()
+    elif closing and info.get("lab"):
+        info["lab"]["closed"] = True
+    if closing and getattr(session, "last_lab_timings", None):
+        info.setdefault("lab", {})["timings_s"] = session.last_lab_timings
+    path.write_text(json.dumps(info))
+
+
+def read_session_infos(run_dir: Path) -> list[dict]:
+    out = []
+    for p in sorted((Path(run_dir) / "records").glob("session-*.json")):
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str | None = None,
+                 command: str = "", baseline: str | None = None, expected_keys: list[str] | None = None,
+                 phases: list[dict] | None = None, t0: float | None = None) -> tuple[dict, dict]:
+    run_dir = Path(run_dir)
+    results = load_records(run_dir, phases=("checks", "gates"))
+    infos = read_session_infos(run_dir)
+    target = next((i["target"] for i in infos if i.get("target")), {"name": target_label, "kind": "unknown"})
+    labs = [i["lab"] for i in infos if i.get("lab")]
+    meta = {
+        "id": run_dir.name,
+        "started": started or now_iso(),
+        "finished": now_iso(),
+        "command": command,
+        "profile": profile,
+        "target": target,
+        "tool": tool_versions(),
+        "host": host_info(),
+        "lab": {"instances": labs} if labs else None,
+        "workers": len({i["worker"] for i in infos}) or 1,
+        "phases": phases or [],
+    }
+    if t0 is not None:
+        meta["duration_s"] = round(time.monotonic() - t0, 3)
+    doc = build_document(results, run_meta=meta, baseline=baseline, expected_keys=expected_keys)
+    paths = write_all(run_dir, doc)
+    latest = run_dir.parent.parent / "latest"
+    if run_dir.parent.name == "runs":
+        try:
+            if latest.is_symlink() or latest.exists():
+                latest.unlink()
+            latest.symlink_to(run_dir.relative_to(latest.parent))
+        except OSError:
+            pass
+    return paths, doc

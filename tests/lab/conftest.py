@@ -1,0 +1,150 @@
+"""Fixtures for tests against the real namespace lab (root)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from v6gate.lab import registry
+from v6gate.paths import ROOT
+
+#: The foundation's vertical slice: every run-level project test uses it, so
+#: these tests keep their cost as areas grow.
+SLICE = [
+    "icmpv6.echo_request_is_answered",
+    "nd.ns_is_answered_without_nce",
+    "nd.ns_for_global_address_is_answered",
+    "nd.invalid_ns_is_ignored",
+    "slaac.link_local_address_is_probed_before_use",
+    "slaac.global_address_is_formed_and_probed",
+]
+
+
+def slice_args() -> list[str]:
+    return [a for c in SLICE for a in ("--check", c)]
+
+
+def v6gate(*args, timeout=600, check=False, **kw) -> subprocess.CompletedProcess:
+    cp = subprocess.run([sys.executable, "-m", "v6gate.cli", *map(str, args)], capture_output=True, text=True,
+                        timeout=timeout, cwd=ROOT, **kw)
+    if check and cp.returncode != 0:
+        raise AssertionError(f"v6gate {' '.join(map(str, args))} -> {cp.returncode}\n{cp.stdout}\n{cp.stderr}")
+    return cp
+
+
+def spawn_v6gate(*args, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "v6gate.cli", *map(str, args)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, **kw)
+
+
+def namespaces_with(prefix: str) -> list[str]:
+    return [n for n in registry.our_namespaces() if n.startswith(prefix)]
+
+
+def processes_in_our_namespaces() -> list[int]:
+    return [p for ns in registry.our_namespaces() for p in registry.ns_pids(ns)]
+
+
+def wait_for(pred, timeout=30.0, step=0.1):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return None
+
+
+def run_dir_from(stdout: str) -> Path:
+    for line in stdout.splitlines():
+        if "results " in line and line.strip().startswith("results"):
+            return Path(line.split("results", 1)[1].strip()).parent
+    raise AssertionError(f"no results path in output:\n{stdout}")
+
+
+def load_results(run_dir: Path) -> dict:
+    return json.loads((run_dir / "results.json").read_text())
+
+
+def verdicts(doc: dict) -> dict[str, str]:
+    return {f"{c['id']}#{c['part']}": c["verdict"] for c in doc["checks"]}
+
+
+def kill_group(proc: subprocess.Popen, sig=signal.SIGKILL) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="session")
+def selftest_dir() -> Path:
+    d = ROOT / "reports" / "selftest"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+# -- controls: one run directory per pytest session, merged into reports/controls.json ----
+CONTROLS_JSON = ROOT / "reports" / "controls.json"
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and "V6GATE_CONTROLS_DIR" not in os.environ:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        d = ROOT / "reports" / "controls" / stamp
+        os.environ["V6GATE_CONTROLS_DIR"] = str(d)
+
+
+@pytest.fixture(scope="session")
+def controls_run_dir() -> Path:
+    d = Path(os.environ["V6GATE_CONTROLS_DIR"])
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput"):
+        return
+    d = Path(os.environ.get("V6GATE_CONTROLS_DIR", "/nonexistent"))
+    files = sorted((d / "records").glob("controls-*.jsonl")) if d.is_dir() else []
+    if not files:
+        return
+    from v6gate.core.check import load_all
+
+    entries = {}
+    if CONTROLS_JSON.exists():
+        try:
+            for e in json.loads(CONTROLS_JSON.read_text()).get("checks", []):
+                entries[(e["id"], e["part"])] = e
+        except (ValueError, KeyError):
+            entries = {}
+    for f in files:
+        for line in f.read_text().splitlines():
+            e = json.loads(line)
+            entries[(e["id"], e["part"])] = e
+    registry = load_all()
+    live = {k: e for k, e in entries.items()
+            if k[0] in registry and any(p.letter == k[1] for p in registry[k[0]].parts)}
+    checks = sorted(live.values(), key=lambda e: (e["area"], e.get("ipv6ready") or "~", e["id"], e["part"] or ""))
+    by_status = {}
+    for e in checks:
+        by_status.setdefault(e["status"], []).append(f"{e['id']}#{e['part']}")
+    doc = {
+        "schema": "v6gate/controls/1",
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "what": "each check part proven both ways on the embedded lab: PASS on a conforming DUT, FAIL on a broken one",
+        "summary": {"parts": len(checks), **{k: len(v) for k, v in by_status.items()},
+                    "not_proven": by_status.get("not_proven", []), "uncontrolled": by_status.get("uncontrolled", [])},
+        "checks": checks,
+    }
+    CONTROLS_JSON.write_text(json.dumps(doc, indent=1))
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if tr:
+        tr.write_line(f"controls: {doc['summary']} -> {CONTROLS_JSON}")

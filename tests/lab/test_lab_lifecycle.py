@@ -1,0 +1,140 @@
+"""The lab: fast up and down, side by side, rebuildable, and nothing of
+ours left after a normal run, a SIGTERM, or a SIGKILL plus `lab down`."""
+
+import json
+import signal
+import statistics
+import subprocess
+import threading
+import time
+
+from v6gate.lab import Lab, registry
+from v6gate.util.proc import run
+
+from conftest import (
+    kill_group,
+    namespaces_with,
+    slice_args,
+    spawn_v6gate,
+    v6gate,
+    wait_for,
+)
+
+
+def dut_globals(lab):
+    return [a["local"] for a in lab.dut_addresses() if a.get("scope") == "global" and not a.get("tentative")]
+
+
+def test_lab_up_and_down_take_seconds_at_most_and_leave_nothing(selftest_dir):
+    ups, downs, resets = [], [], []
+    for i in range(5):
+        lab = Lab(run_id=f"lc{i}")
+        lab.up()
+        assert dut_globals(lab) == ["2001:db8:1::ff:fe00:2"], "the DUT got its SLAAC address from the lab's radvd"
+        resets.append(lab.reset_dut())
+        lab.down()
+        ups.append(lab.timings["up_s"])
+        downs.append(lab.timings["down_s"])
+        assert not namespaces_with(lab.lab_id)
+        assert not registry.registry_path(lab.lab_id).exists()
+    figures = {"up_s": {"median": statistics.median(ups), "max": max(ups)},
+               "down_s": {"median": statistics.median(downs), "max": max(downs)},
+               "dut_reset_s": {"median": statistics.median(resets), "max": max(resets)}, "n": len(ups)}
+    (selftest_dir / "lab-timings.json").write_text(json.dumps(figures, indent=1))
+    assert max(ups) < 3.0 and max(downs) < 3.0 and max(resets) < 3.0, figures
+
+
+def test_four_labs_side_by_side_with_identical_addressing():
+    labs = [Lab(run_id=f"par{i}") for i in range(4)]
+    errors = []
+
+    def up(lab):
+        try:
+            lab.up()
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=up, args=(lab,)) for lab in labs]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - t0
+    try:
+        assert not errors, errors
+        for lab in labs:
+            assert dut_globals(lab) == ["2001:db8:1::ff:fe00:2"]
+        assert len({ns for lab in labs for ns in lab.namespaces()}) == 16
+        assert wall < 10, f"4 labs took {wall:.1f} s"
+    finally:
+        for lab in labs:
+            lab.down()
+    assert not any(namespaces_with(lab.lab_id) for lab in labs)
+
+
+def test_dut_reset_removes_a_fault():
+    with Lab(run_id="rst") as lab:
+        run(["sysctl", "-qw", "net.ipv6.icmp.echo_ignore_all=1"], ns=lab.dut_ns)
+        lab.reset_dut()
+        cp = run(["sysctl", "-n", "net.ipv6.icmp.echo_ignore_all"], ns=lab.dut_ns)
+        assert cp.stdout.strip() == "0"
+
+
+def _start_run_and_wait_for_labs(n):
+    """Start `v6gate run` in its own process group; return it and its lab prefix
+    once its labs exist (other tests' labs may exist too: only this run's count)."""
+    proc = spawn_v6gate("run", "-n", str(n), "--no-gates", *slice_args())
+    first = proc.stdout.readline()
+    assert first.startswith("v6gate run "), first
+    prefix = f"{registry.PREFIX}{first.split()[2].rstrip(':')}"
+    assert wait_for(lambda: [ns for ns in namespaces_with(prefix) if ns.endswith("-dut")], timeout=60), \
+        "the run never built a lab"
+    time.sleep(1.0)  # let it get into the checks
+    return proc, prefix
+
+
+def _procs(prefix):
+    return [p for ns in namespaces_with(prefix) for p in registry.ns_pids(ns)]
+
+
+def test_sigterm_to_a_run_tears_everything_down():
+    proc, prefix = _start_run_and_wait_for_labs(2)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert "interrupted" in out
+    assert not namespaces_with(prefix), namespaces_with(prefix)
+
+
+def test_sigkill_then_lab_down_removes_the_leftovers():
+    proc, prefix = _start_run_and_wait_for_labs(2)
+    kill_group(proc, signal.SIGKILL)
+    proc.wait(10)
+    assert namespaces_with(prefix), "SIGKILL leaves the run's namespaces behind (nothing could clean up)"
+    daemons = _procs(prefix)
+    assert daemons, "and their daemons (radvd, dumpcap) still running"
+    cp = v6gate("lab", "down", "--stale", check=True)
+    assert "removed" in cp.stdout
+    assert not namespaces_with(prefix)
+    # dead daemons may linger as zombies until PID 1 reaps them; none may still run
+    ps = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "-p", ",".join(map(str, daemons))], capture_output=True,
+                        text=True).stdout.splitlines()
+    running = [line for line in ps if line.split()[1][0] != "Z"]
+    assert not running, f"processes survived: {running}"
+
+
+def test_standalone_lab_up_status_down():
+    up = v6gate("lab", "up", "--name", "st1", "--json", check=True)
+    info = json.loads(up.stdout)
+    try:
+        assert info["lab_id"] == "v6gst1"
+        assert namespaces_with("v6gst1-")
+        status = v6gate("lab", "status", check=True).stdout
+        assert "v6gst1\tstandalone" in status
+        cp = v6gate("validate", info["target_file"], check=True)
+        assert "OK" in cp.stdout
+    finally:
+        down = v6gate("lab", "down", "st1", check=True)
+    assert "v6gst1" in down.stdout
+    assert not namespaces_with("v6gst1-")
