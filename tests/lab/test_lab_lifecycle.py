@@ -107,6 +107,15 @@ def test_sigterm_to_a_run_tears_everything_down():
     assert not namespaces_with(prefix), namespaces_with(prefix)
 
 
+def test_ctrl_c_on_a_run_tears_everything_down():
+    """Ctrl-C in a terminal sends SIGINT to the whole foreground process group."""
+    proc, prefix = _start_run_and_wait_for_labs(2)
+    kill_group(proc, signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert wait_for(lambda: not namespaces_with(prefix), timeout=10), namespaces_with(prefix)
+
+
 def test_sigkill_then_lab_down_removes_the_leftovers():
     proc, prefix = _start_run_and_wait_for_labs(2)
     kill_group(proc, signal.SIGKILL)

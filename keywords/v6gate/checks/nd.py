@@ -42,7 +42,8 @@ def _na_seen(t, frame, *, solicited: bool, dst: str) -> tuple[list[str], str]:
         Part("A", "Unicast Neighbor Solicitation", multicast=False, sllao=True),
         Part("B", "Multicast Neighbor Solicitation", multicast=True, sllao=True,
              expect="a solicited NA (S=1, hop limit 255) to the soliciting node carrying a Target "
-                    "Link-Layer Address option (mandatory in answer to a multicast NS)"),
+                    "Link-Layer Address option (mandatory in answer to a multicast NS)",
+             fault="dut_sends_na_with_hop_limit_254"),
         Part("C", "Unicast Neighbor Solicitation without SLL", multicast=False, sllao=False,
              expect="a solicited NA (S=1, hop limit 255) to the soliciting node, after the DUT resolves "
                     "the solicitor's address itself if it needs to (the NS carried no SLLA)"),

@@ -176,6 +176,8 @@ class Port:
         except OSError as exc:
             raise BenchError(f"send on tester interface {self.iface} failed: {exc.strerror or exc}") from None
         self._sent.append(Frame(t, raw, PACKET_OUTGOING, pkt if isinstance(pkt, Packet) else None))
+        if self._sent[0].time < t - self.history_s:
+            self._sent = [f for f in self._sent if f.time >= t - self.history_s]
         return t
 
     # -- expect ---------------------------------------------------------------
