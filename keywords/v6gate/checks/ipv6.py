@@ -524,9 +524,8 @@ def unrecognized_routing_type_with_no_segments_left_is_ignored(t):
     an unrecognized type and proceed to the next header (RFC 8200 §4.4).
     Type 0 is deprecated and processed as an unrecognized type (RFC 5095
     §3)."""
-    path, host1, req, probe = _routed_echo(t, t.p.routing_type, 0)
-    out = expect_echo_reply(t, probe, req, to=host1.global_addr)
-    return out
+    _, host1, req, probe = _routed_echo(t, t.p.routing_type, 0)
+    return expect_echo_reply(t, probe, req, to=host1.global_addr)
 
 
 @check(
@@ -759,8 +758,7 @@ def _split_chain(t, how: str):
     else:  # the upper-layer header itself is split (20-octet TCP header, 8 octets in the first fragment)
         whole = t.to_dut(tn1, dst) / TCP(sport=int.from_bytes(P.nonce(2), "big") | 1024, dport=9, flags="S")
         cut = 8
-    frags = F.fragment(whole, [cut], unfragmentable=40)
-    return req, whole, frags
+    return F.fragment(whole, [cut], unfragmentable=40)
 
 
 @check(
@@ -787,7 +785,7 @@ def first_fragment_without_the_whole_header_chain_is_reported(t):
     Parameter Problem, Code 3, sent to its source with the Pointer set to
     zero (RFC 8200 §4.5, RFC 7112 §5).  (RFC 2460 had no such rule: the
     IPv6 Ready 4.x spec has no such test; Core 5.0.x added v6LC.1.3.6.)"""
-    req, whole, frags = _split_chain(t, t.p.how)
+    frags = _split_chain(t, t.p.how)
     tn1 = t.tn1
     out = expect_error(t, frags, src=tn1.link_local, type_=PARAMETER_PROBLEM, code=PP_INCOMPLETE_CHAIN,
                        invoking_=invoking(frags[0]), field=0)

@@ -11,6 +11,7 @@ or fewer headers in the first fragment).
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import struct
 from collections.abc import Iterable
@@ -50,9 +51,7 @@ def per_fragment_length(ip: bytes) -> int:
     end = IPV6_HEADER_LEN
     for i, (nh, start, _) in enumerate(chain[:-1]):
         length = chain[i + 1][1] - start
-        if nh == NH_ROUTING:
-            end = start + length
-        elif nh == NH_HOP_BY_HOP and i == 0 and end == IPV6_HEADER_LEN:
+        if nh == NH_ROUTING or (nh == NH_HOP_BY_HOP and i == 0 and end == IPV6_HEADER_LEN):
             end = start + length
     return end
 
@@ -70,7 +69,7 @@ def pieces(payload: bytes, cuts: Iterable[int]) -> list[Piece]:
     """Cut ``payload`` at the given offsets (multiples of 8) into in-order pieces."""
     bounds = [0, *sorted(cuts), len(payload)]
     out = []
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in itertools.pairwise(bounds):
         if a % 8:
             raise ValueError(f"fragment offset {a} is not a multiple of 8 octets")
         out.append(Piece(a, payload[a:b], b < len(payload)))
@@ -150,7 +149,8 @@ def same_datagram(first: Packet):
 
 def ipv6_length(pkt: Packet) -> int:
     """Length of the IPv6 packet (header + payload) as sent on the wire."""
-    return IPV6_HEADER_LEN + pkt[IPv6].plen
+    plen = pkt[IPv6].plen
+    return IPV6_HEADER_LEN + plen if plen is not None else len(bytes(pkt[IPv6]))
 
 
 def fragment_data(pkt: Packet) -> bytes:

@@ -38,6 +38,13 @@ class OffLinkPath:
     dut: str  # the DUT's address in that prefix
     remotes: dict = field(default_factory=dict)
 
+    @property
+    def router_global(self) -> str:
+        """TR1's address in the advertised prefix (same interface identifier
+        as its link-local address)."""
+        iid = int(ipaddress.IPv6Address(self.router.link_local)) & ((1 << 64) - 1)
+        return P.address_in(self.prefix, iid)
+
     def remote(self, name: str) -> EmulatedNode:
         """A node on a link beyond TR1 (its own fresh /64)."""
         if name not in self.remotes:
@@ -69,7 +76,15 @@ def become_router(t, *, mtu: int | None = None, router_lifetime: int = ROUTER_LI
     """TR1 advertises ``prefix`` (default: a fresh /64, autonomous and
     on-link) and itself as default router; returns once the DUT has
     configured its address in it (RFC 4862 §5.5.3, DAD done)."""
-    prefix = prefix or fresh_prefix(avoid=t.target.link_prefix)
+    return advertise_prefix(t, prefix or fresh_prefix(avoid=t.target.link_prefix), mtu=mtu,
+                            router_lifetime=router_lifetime)
+
+
+def advertise_prefix(t, prefix: ipaddress.IPv6Network, *, mtu: int | None = None,
+                     router_lifetime: int = 0) -> OffLinkPath:
+    """TR1 advertises ``prefix`` (autonomous, on-link); with the default
+    Router Lifetime of 0 it does not become a default router, so the check
+    needs no exclusive router.  Returns once the DUT uses its address in it."""
     tr1 = t.tr1
     since = t.port.now()
     t.send(router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=3600, preferred=3600)],

@@ -8,11 +8,25 @@ import ipaddress
 import struct
 import threading
 
-from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6ParamProblem, ICMPv6TimeExceeded, IPv6, IPv6ExtHdrFragment
+from scapy.layers.inet6 import (
+    ICMPv6EchoReply,
+    ICMPv6ParamProblem,
+    ICMPv6TimeExceeded,
+    IPv6,
+    IPv6ExtHdrFragment,
+)
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from ...net.exthdr import IPV6_MIN_MTU, NH_DEST_OPTS, NH_FRAGMENT, NH_HOP_BY_HOP, NH_ICMPV6, NH_NONE, NH_ROUTING
+from ...net.exthdr import (
+    IPV6_MIN_MTU,
+    NH_DEST_OPTS,
+    NH_FRAGMENT,
+    NH_HOP_BY_HOP,
+    NH_ICMPV6,
+    NH_NONE,
+    NH_ROUTING,
+)
 from ...net.packets import UNSPECIFIED, is_multicast, same_address
 from ..impostor import rule
 
