@@ -169,6 +169,20 @@ def octets_after_no_next_header_are_ignored(t):
     return expect_no_answer(t, probe, src=t.tn1.link_local, request=t.to_dut(t.tn1, t.dut.link_local) / req)
 
 
+def _each_unassigned_next_header(t, head, pointer: int):
+    """Parameter Problem code 1 at ``pointer`` for every unassigned Next
+    Header value put in the header ``head(nh)`` ends with."""
+    seen = []
+    for nh in X.UNASSIGNED_NEXT_HEADERS:
+        probe = head(nh) / Raw(P.nonce(16))
+        out = expect_error(t, probe, src=t.tn1.link_local, type_=PARAMETER_PROBLEM, code=PP_NEXT_HEADER,
+                           invoking_=invoking(probe), field=pointer)
+        if out.verdict != Verdict.PASS:
+            return t.failed(f"Next Header {nh}: {out.seen}")
+        seen.append(f"{nh}: {out.seen.split(' from ')[0]}")
+    return t.passed("; ".join(seen))
+
+
 @check(
     area="ipv6",
     ipv6ready="v6LC.1.1.7",
@@ -193,15 +207,7 @@ def unrecognized_next_header_in_ipv6_header_is_reported(t):
     is processed as one, whatever it really is."""
     tn1, dst = t.tn1, t.dut.link_local
     if t.p.how == "unassigned":
-        seen = []
-        for nh in X.UNASSIGNED_NEXT_HEADERS:
-            probe = t.to_dut(tn1, dst, nh=nh) / Raw(P.nonce(16))
-            out = expect_error(t, probe, src=tn1.link_local, type_=PARAMETER_PROBLEM, code=PP_NEXT_HEADER,
-                               invoking_=invoking(probe), field=NEXT_HEADER_POINTER)
-            if out.verdict != Verdict.PASS:
-                return t.failed(f"Next Header {nh}: {out.seen}")
-            seen.append(f"{nh}: {out.seen.split(' from ')[0]}")
-        return t.passed("; ".join(seen))
+        return _each_unassigned_next_header(t, lambda nh: t.to_dut(tn1, dst, nh=nh), NEXT_HEADER_POINTER)
     req = echo_request()
     # the octets of a Fragment header (Next Header 58, offset 0, M=0, Identification 0x00008700)
     fragment_as_hbh = bytes([X.NH_ICMPV6, 0, 0, 0, 0x00, 0x00, 0x87, 0x00])
@@ -300,15 +306,8 @@ def unrecognized_next_header_in_extension_header_is_reported(t):
     the previous Next Header announced."""
     tn1, dst = t.tn1, t.dut.link_local
     if t.p.how == "unassigned":
-        seen = []
-        for nh in X.UNASSIGNED_NEXT_HEADERS:
-            probe = t.to_dut(tn1, dst) / X.destination_options(X.padn(6), nh=nh) / Raw(P.nonce(16))
-            out = expect_error(t, probe, src=tn1.link_local, type_=PARAMETER_PROBLEM, code=PP_NEXT_HEADER,
-                               invoking_=invoking(probe), field=40)
-            if out.verdict != Verdict.PASS:
-                return t.failed(f"Next Header {nh}: {out.seen}")
-            seen.append(f"{nh}: {out.seen.split(' from ')[0]}")
-        return t.passed("; ".join(seen))
+        return _each_unassigned_next_header(t, lambda nh: t.to_dut(tn1, dst) / X.destination_options(X.padn(6), nh=nh),
+                                            40)
     req = echo_request()
     # a Fragment header with offset 0x10E0 and the second reserved field 2: read as options it is type 0x87, length 4
     fragment_as_dstopt = bytes([X.NH_ICMPV6, 0, 0x87, 0x04, 0, 0, 0, 0])

@@ -25,6 +25,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
 from ..core.check import Part, check
+from ..core.verdict import Outcome
 from ..net import frag as F
 from ..net import match as M
 from ..net.exthdr import IPV6_MIN_MTU
@@ -443,6 +444,17 @@ def _originate(t, group: str, total: int) -> list[Packet]:
     return [f.pkt for f in t.collect(M.ipv6_to(group), 0, since=since)]
 
 
+def _first_to_group(t) -> Packet | Outcome:
+    """The DUT's full-size Echo Request to the group, before any PTB (the
+    packet the PTB quotes), or a FAIL saying it sent none."""
+    first = _originate(t, MULTICAST_GROUP, LINK_MTU)
+    whole = [p for p in first if F.ipv6_length(p) == LINK_MTU]
+    if whole:
+        return whole[0]
+    return t.failed(f"the DUT did not send a {LINK_MTU}-octet Echo Request to {MULTICAST_GROUP} before the Packet "
+                    f"Too Big (saw {_sizes(first) if first else 'nothing'})")
+
+
 def _probe_multicast(t, group: str, pmtu: int) -> tuple[list[str], str]:
     """After a PTB reduced the path to ``pmtu``: a packet of exactly
     ``pmtu`` octets goes whole, a larger one never leaves as a single packet
@@ -479,12 +491,10 @@ def packet_too_big_for_a_multicast_destination_is_honoured(t):
     §5.2 names the multicast destination address as the path's local
     representation."""
     path = become_router(t)
-    first = _originate(t, MULTICAST_GROUP, LINK_MTU)
-    whole = [p for p in first if F.ipv6_length(p) == LINK_MTU]
-    if not whole:
-        return t.failed(f"the DUT did not send a {LINK_MTU}-octet Echo Request to {MULTICAST_GROUP} before the PTB "
-                        f"(saw {_sizes(first) if first else 'nothing'})")
-    t.send(_ptb(path, whole[0], IPV6_MIN_MTU), label=f"Packet Too Big (MTU 1280) for {MULTICAST_GROUP}")
+    whole = _first_to_group(t)
+    if isinstance(whole, Outcome):
+        return whole
+    t.send(_ptb(path, whole, IPV6_MIN_MTU), label=f"Packet Too Big (MTU 1280) for {MULTICAST_GROUP}")
     _settle(t)
     problems, seen = _probe_multicast(t, MULTICAST_GROUP, IPV6_MIN_MTU)
     return _verdict(t, [seen], problems)
@@ -509,11 +519,10 @@ def multicast_pmtu_is_the_smallest_reported(t):
     path = become_router(t)
     tr2 = t.node("TR2", router=True)
     tr2_addr = path.remote("TR2-FAR").global_addr
-    first = _originate(t, MULTICAST_GROUP, LINK_MTU)
-    whole = [p for p in first if F.ipv6_length(p) == LINK_MTU]
-    if not whole:
-        return t.failed(f"the DUT did not send a {LINK_MTU}-octet Echo Request to {MULTICAST_GROUP} before the PTBs")
-    t.send(_ptb(path, whole[0], 1400), label="Packet Too Big (MTU 1400) from TR1")
+    whole = _first_to_group(t)
+    if isinstance(whole, Outcome):
+        return whole
+    t.send(_ptb(path, whole, 1400), label="Packet Too Big (MTU 1400) from TR1")
     _settle(t)
     p1, seen1 = _probe_multicast(t, MULTICAST_GROUP, 1400)
     at_1400 = _originate(t, MULTICAST_GROUP, 1400)

@@ -56,7 +56,7 @@ def parse(pkt: Packet) -> IcmpError | None:
         return None
     ip = bytes(pkt[IPv6])
     nh, start, _ = header_chain(ip)[-1]
-    end = IPV6_HEADER_LEN + pkt[IPv6].plen
+    end = min(len(ip), IPV6_HEADER_LEN + struct.unpack("!H", ip[4:6])[0])
     if nh != NH_ICMPV6 or end - start < 8 or not 1 <= ip[start] <= 127:
         return None
     type_, code, _cks, field = struct.unpack("!BBHI", ip[start:start + 8])
