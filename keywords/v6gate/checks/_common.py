@@ -10,6 +10,7 @@ from __future__ import annotations
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
 from scapy.packet import Packet
 
+from ..core.context import NotApplicable
 from ..core.verdict import Outcome
 from ..net import icmperr
 from ..net import match as M
@@ -23,14 +24,20 @@ FORWARDING_PARTS = ("this router-only part needs a second link behind the router
 ECHO_HEADER = 8  # ICMPv6 Echo: type, code, checksum, identifier, sequence number
 
 
-def echo_request(ident: int | None = None, seq: int = 1, size: int | None = None, data: bytes | None = None,
-                 headers: int = 0) -> ICMPv6EchoRequest:
+def skip_forwarding_parts(t) -> None:
+    """Router-only parts that forward to a second link SKIP (with the reason)."""
+    if t.p.__dict__.get("forwarding"):
+        raise NotApplicable(FORWARDING_PARTS)
+
+
+def echo_request(ident: int | None = None, seq: int = 1, size: int | None = None,
+                 data: bytes | None = None) -> ICMPv6EchoRequest:
     """An Echo Request with a fresh identifier; ``size`` is the whole IPv6
-    packet's length (``headers`` octets of extension headers included)."""
+    packet's length (no extension headers)."""
     if data is None:
-        n = 32 if size is None else size - IPV6_HEADER_LEN - headers - ECHO_HEADER
+        n = 32 if size is None else size - IPV6_HEADER_LEN - ECHO_HEADER
         if n < 0:
-            raise ValueError(f"an Echo Request of {size} octets cannot hold {headers} octets of headers")
+            raise ValueError(f"an Echo Request cannot be {size} octets long")
         data = (P.nonce(8) * (n // 8 + 1))[:n]
     ident = int.from_bytes(P.nonce(2), "big") if ident is None else ident
     return ICMPv6EchoRequest(id=ident, seq=seq, data=data)
@@ -41,16 +48,12 @@ def invoking(pkt: Packet) -> bytes:
     return bytes(pkt[IPv6])
 
 
-def echo_reply_matcher(request: Packet):
-    return M.echo_reply_to(request)
-
-
 def expect_echo_reply(t, probes, request: Packet, *, what: str = "Echo Reply", within: float | None = None,
                       to: str | None = None, size: int | None = None) -> Outcome:
     """PASS when the DUT answers ``request`` (sent as ``probes``) with an
     Echo Reply carrying its identifier, sequence number and data, to the
     requester (``to``) and, when ``size`` is given, of that IPv6 length."""
-    frame = t.expect_reply(probes, echo_reply_matcher(request), what=what, within=within)
+    frame = t.expect_reply(probes, M.echo_reply_to(request), what=what, within=within)
     if frame is None:
         return t.failed(f"no {what} within {within or t.reply_timeout:g} s")
     problems, seen = judge_echo_reply(t, frame, request, to=to, size=size)

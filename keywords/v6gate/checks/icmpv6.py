@@ -21,14 +21,13 @@ from scapy.layers.inet6 import (
 from scapy.packet import Raw
 
 from ..core.check import Part, check
-from ..core.context import NotApplicable
 from ..net import exthdr as X
 from ..net import frag as F
 from ..net import icmperr
 from ..net import match as M
 from ..net import packets as P
 from ..net.offlink import advertise_prefix
-from ._common import FORWARDING_PARTS, echo_request, expect_error, expect_no_answer, invoking
+from ._common import echo_request, expect_error, expect_no_answer, invoking, skip_forwarding_parts
 
 DESTINATION_UNREACHABLE, PARAMETER_PROBLEM, TIME_EXCEEDED = 1, 4, 3
 PORT_UNREACHABLE = 4
@@ -119,11 +118,6 @@ def echo_request_is_answered(t):
     return t.passed(seen)
 
 
-def _forwarding(t) -> None:
-    if t.p.__dict__.get("forwarding"):
-        raise NotApplicable(FORWARDING_PARTS)
-
-
 def _unused_port() -> int:
     """A port in the dynamic range (RFC 6335 §6) with no listener expected."""
     return 49152 + secrets.randbelow(16384)
@@ -195,7 +189,7 @@ def port_unreachable_is_reported(t):
     """A destination node SHOULD originate a Destination Unreachable
     message with Code 4 in response to a packet for which the transport
     protocol (e.g., UDP) has no listener (RFC 4443 §3.1)."""
-    _forwarding(t)
+    skip_forwarding_parts(t)
     tn1 = t.tn1
     dst = t.dut.global_address() if t.p.dst == "global" else t.dut.link_local
     src = tn1.source_for(dst)
@@ -347,7 +341,7 @@ def no_error_for_an_unspecified_source(t):
     """An ICMPv6 error message MUST NOT be originated as a result of
     receiving a packet whose source address does not uniquely identify a
     single node, e.g. the IPv6 Unspecified Address (RFC 4443 §2.4 (e.6))."""
-    _forwarding(t)
+    skip_forwarding_parts(t)
     return _no_error_for(t, P.UNSPECIFIED, t.dut.link_local)
 
 
@@ -366,7 +360,7 @@ def no_error_for_a_multicast_source(t):
     receiving a packet whose source address is a multicast address (RFC
     4443 §2.4 (e.6)); multicast addresses must not be used as source
     addresses (RFC 4291 §2.7)."""
-    _forwarding(t)
+    skip_forwarding_parts(t)
     return _no_error_for(t, MULTICAST_SOURCE, t.dut.link_local)
 
 

@@ -18,7 +18,6 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from ..core.check import Part, check
-from ..core.context import NotApplicable
 from ..core.verdict import Verdict
 from ..net import exthdr as X
 from ..net import frag as F
@@ -27,12 +26,12 @@ from ..net import match as M
 from ..net import packets as P
 from ..net.offlink import become_router
 from ._common import (
-    FORWARDING_PARTS,
     echo_request,
     expect_echo_reply,
     expect_error,
     expect_no_answer,
     invoking,
+    skip_forwarding_parts,
 )
 
 PARAMETER_PROBLEM = 4
@@ -42,11 +41,6 @@ PP_HEADER_FIELD, PP_NEXT_HEADER, PP_OPTION, PP_INCOMPLETE_CHAIN = 0, 1, 2, 3
 REASSEMBLY_TIMEOUT = 60.0
 PAYLOAD_LENGTH_POINTER = 4  # offset of the Payload Length field in the IPv6 header
 NEXT_HEADER_POINTER = 6  # offset of the Next Header field in the IPv6 header
-
-
-def _forwarding(t) -> None:
-    if t.p.__dict__.get("forwarding"):
-        raise NotApplicable(FORWARDING_PARTS)
 
 
 # -- v6LC.1.1: the IPv6 header ----------------------------------------------------------
@@ -113,7 +107,7 @@ def nonzero_flow_label_is_accepted(t):
     """Hosts or routers that do not support the functions of the Flow
     Label field are required to ignore it when receiving a packet
     (RFC 8200 §6, RFC 6437 §2: 'a forwarding node MUST NOT change it')."""
-    _forwarding(t)
+    skip_forwarding_parts(t)
     req = echo_request()
     return expect_echo_reply(t, t.to_dut(t.tn1, t.dut.link_local, fl=0x5A5A5) / req, req, to=t.tn1.link_local)
 
@@ -137,7 +131,7 @@ def payload_length_of_either_parity_is_accepted(t):
     """The Payload Length is the length of the IPv6 payload in octets
     (RFC 8200 §3); nothing requires it to be even, and the receiver uses it,
     not the frame length, to find the end of the packet."""
-    _forwarding(t)
+    skip_forwarding_parts(t)
     req = echo_request(data=P.nonce(t.p.data_len))
     probe = t.to_dut(t.tn1, t.dut.link_local) / req
     t.note(f"Payload Length {len(bytes(probe[IPv6].payload))}")
@@ -163,7 +157,7 @@ def octets_after_no_next_header_are_ignored(t):
     """The value 59 in the Next Header field indicates that there is
     nothing following that header; octets past its end must be ignored
     (RFC 8200 §4.7)."""
-    _forwarding(t)
+    skip_forwarding_parts(t)
     req = echo_request()
     probe = t.to_dut(t.tn1, t.dut.link_local, nh=X.NH_NONE) / Raw(bytes(req))
     return expect_no_answer(t, probe, src=t.tn1.link_local, request=t.to_dut(t.tn1, t.dut.link_local) / req)
@@ -277,7 +271,7 @@ def next_header_zero_after_an_extension_header_is_reported(t):
 def octets_after_no_next_header_in_extension_header_are_ignored(t):
     """A Next Header of 59 in an extension header means nothing follows;
     octets past the end of that header must be ignored (RFC 8200 §4.7)."""
-    _forwarding(t)
+    skip_forwarding_parts(t)
     req = echo_request()
     probe = t.to_dut(t.tn1, t.dut.link_local) / X.destination_options(X.padn(6), nh=X.NH_NONE) / Raw(bytes(req))
     return expect_no_answer(t, probe, src=t.tn1.link_local, request=t.to_dut(t.tn1, t.dut.link_local) / req)
