@@ -22,6 +22,15 @@ from ..net.frag import is_fragment, reassemble, same_datagram
 FORWARDING_PARTS = ("this router-only part needs a second link behind the router under test (the packet is "
                     "forwarded there); v6gate's bench drives a single link, so it does not run it")
 ECHO_HEADER = 8  # ICMPv6 Echo: type, code, checksum, identifier, sequence number
+#: RFC 8200 §4.5: reassembly is abandoned 60 s after the first-arriving fragment
+REASSEMBLY_TIMEOUT = 60.0
+
+
+def deadline_margin(t) -> float:
+    """How far the tester stays from a protocol deadline (the 60 s of
+    reassembly, the 5 minutes of RFC 8201): a few reply timeouts, never
+    less than the 5 s a shared bench's scheduling noise can take."""
+    return max(5.0, 3 * t.reply_timeout)
 
 
 def skip_forwarding_parts(t) -> None:

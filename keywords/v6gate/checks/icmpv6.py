@@ -27,14 +27,22 @@ from ..net import icmperr
 from ..net import match as M
 from ..net import packets as P
 from ..net.offlink import advertise_prefix
-from ._common import echo_request, expect_error, expect_no_answer, invoking, skip_forwarding_parts
+from ._common import (
+    REASSEMBLY_TIMEOUT,
+    deadline_margin,
+    echo_request,
+    expect_error,
+    expect_no_answer,
+    invoking,
+    skip_forwarding_parts,
+)
 
 DESTINATION_UNREACHABLE, PARAMETER_PROBLEM, TIME_EXCEEDED = 1, 4, 3
 PORT_UNREACHABLE = 4
-#: RFC 8200 §4.5: reassembly is abandoned 60 s after the first fragment
-REASSEMBLY_TIMEOUT = 60.0
 #: an ICMPv6 informational type no node implements (162-199 are unassigned)
 UNKNOWN_INFORMATIONAL_TYPE = 180
+#: the deprecated site-local prefix (RFC 3879), global unicast to new implementations (RFC 4291 §2.5.7)
+SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")
 #: a multicast address used as a (forbidden) source, RFC 4291 §2.7
 MULTICAST_SOURCE = "ff1e::1:3"
 
@@ -84,6 +92,8 @@ def echo_request_is_answered(t):
     where = t.p.dst
     if where == "global":
         dst = t.dut.global_address()
+    elif where == "site_local" and t.target.kind == "router":
+        dst = t.dut.global_address(SITE_LOCAL)  # a router does not autoconfigure: list it in the target file
     elif where == "site_local":
         prefix = ipaddress.IPv6Network(f"fec0:0:{secrets.randbelow(0xFFFF) + 1:x}:{secrets.randbelow(0xFFFF):x}::/64")
         dst = advertise_prefix(t, prefix).dut
@@ -282,7 +292,7 @@ def _non_unique_probe(t, how: str, src: str, dst: str, tn1):
 def _no_error_for(t, src: str, dst: str):
     tn1 = t.tn1
     probe, request = _non_unique_probe(t, t.p.how, src, dst, tn1)
-    within = REASSEMBLY_TIMEOUT + max(5.0, 3 * t.reply_timeout) if t.p.how == "reassembly" else None
+    within = REASSEMBLY_TIMEOUT + deadline_margin(t) if t.p.how == "reassembly" else None
     return expect_no_answer(t, probe, src=src, request=request, within=within)
 
 

@@ -30,7 +30,7 @@ from ..net import frag as F
 from ..net import match as M
 from ..net.exthdr import IPV6_MIN_MTU
 from ..net.offlink import OffLinkPath, become_router
-from ._common import ECHO_HEADER, datagram, echo_request
+from ._common import ECHO_HEADER, datagram, deadline_margin, echo_request
 
 LINK_MTU = 1500  # the Ethernet link's MTU (RFC 2464 §2); the lab's too
 #: RFC 8201 §4: no attempt to detect a PMTU increase within 5 minutes of a PTB
@@ -413,7 +413,7 @@ def pmtu_is_not_raised_within_five_minutes(t):
     _settle(t)
     seen = []
     seq = 2
-    margin = max(5.0, 3 * t.reply_timeout)
+    margin = deadline_margin(t)
     marks = [k * INCREASE_PROBE_INTERVAL_S for k in range(int(PMTU_INCREASE_MIN_S // INCREASE_PROBE_INTERVAL_S))]
     marks.append(PMTU_INCREASE_MIN_S - margin)
     for mark in marks:
