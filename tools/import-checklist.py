@@ -23,14 +23,17 @@ def part_titles(text: str) -> dict:
             for m in re.finditer(r"(?:^|; )([A-Z]): (.*?)(?=; [A-Z]: |$)", text)}
 
 
+changes_table = False  # inside "## Changes in Core v5.0.x"
 for line in src.read_text().splitlines():
+    if line.startswith("## "):
+        changes_table = "Changes in Core" in line
     if not line.startswith("|"):
         continue
     cells = [c.strip() for c in line.strip().strip("|").split("|")] + [""] * 4
     ids = re.findall(ID, cells[0])
     if not ids:
         continue
-    if len(ids) > 1 or "5.0" in cells[0]:  # the "Changes in Core v5.0.x" table
+    if changes_table or len(ids) > 1 or "5.0" in cells[0]:  # the "Changes in Core v5.0.x" table
         n = re.search(r"Parts ([A-Z])[–-]([A-Z])", cells[0])
         parts = ord(n.group(2)) - ord(n.group(1)) + 1 if n else 1
         for tid in ids:

@@ -6,12 +6,19 @@ and its frames leave through the DUT's own interface.
 
 Rules live in ``v6gate/lab/impostor_rules/`` (one module per area) and are
 named by faults: ``impostor: {rule: answer_invalid_ns, params: {...}}``.
+A rule is called as ``rule(pkt, dut, impostor=<Impostor>, **params)``; it
+returns the frames to send at once, and may schedule later ones with
+``impostor.later(seconds, frames)`` (a stack's timers, e.g. a reassembly
+timeout) or act on the DUT's namespace (``impostor.ns``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import inspect
 import pkgutil
+import threading
 from collections.abc import Callable
 
 from ..errors import LabError
@@ -43,9 +50,14 @@ class Impostor:
             raise LabError(f"unknown impostor rule {name!r}; known: {', '.join(sorted(RULES))}")
         self.rule = RULES[name]
         self.params = dict(spec.get("params") or {})
+        sig = inspect.signature(self.rule).parameters
+        if "impostor" in sig or any(p.kind is p.VAR_KEYWORD for p in sig.values()):
+            self.params["impostor"] = self
         self.dut = dut
+        self.ns = ns
         self.port = Port(iface, ns)
         self.answers = 0
+        self._timers: list[threading.Timer] = []
 
     def start(self) -> Impostor:
         self.port.open()
@@ -57,5 +69,21 @@ class Impostor:
             port.send(reply)
             self.answers += 1
 
+    def later(self, seconds: float, frames) -> None:
+        """Send ``frames`` after ``seconds`` (unless the impostor stops first)."""
+
+        def fire():
+            with contextlib.suppress(Exception):
+                for f in frames:
+                    self.port.send(f)
+                    self.answers += 1
+
+        timer = threading.Timer(seconds, fire)
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
+
     def stop(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
         self.port.close()
