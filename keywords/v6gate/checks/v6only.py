@@ -35,7 +35,7 @@ from ..errors import BenchError
 from ..net import match as M
 from ..net import packets as P
 from ..net import v6only as V
-from ..net.nd import router_advertisement
+from ..net.nd import fresh_prefix, prefix_option, router_advertisement
 
 #: ports the tester's peers listen on (any free port works; these read well in a pcap)
 PEER_PORT = 443
@@ -692,3 +692,89 @@ def ipv6_is_preferred_for_a_dual_stack_name(t):
     if not ok:
         return t.failed(f"{seen}, but the connection failed: {detail}")
     return t.passed(f"{seen}; connected over IPv6")
+
+
+# =====================================================================================================
+# CLAT: NAT64 prefix discovery (PREF64, ipv4only.arpa) used for IPv4-literal traffic
+# =====================================================================================================
+#: an IPv4 literal the DUT is asked to reach when the target declares no IPv4-only server
+DEFAULT_IPV4_LITERAL = "198.18.0.10"
+
+
+@check(
+    area="v6only",
+    title="CLAT translates IPv4-literal traffic with the discovered NAT64 prefix",
+    rfc="RFC 6877 §6.3; RFC 6052 §2.2",
+    capabilities=["Core", "CLAT"],
+    needs=["exclusive_router", "originate"],
+    dut_config="clat-host",
+    fault="clat_uses_a_static_nat64_prefix",
+    expect="asked to connect to an IPv4 literal, the DUT's CLAT sends the connection over IPv6 to the literal "
+           "embedded (RFC 6052) in the NAT64 prefix the network advertised, and the connection succeeds",
+    parts=[
+        Part("pref64", "NAT64 prefix from the PREF64 option of a Router Advertisement", source="pref64",
+             rfc="RFC 8781 §5; RFC 6877 §6.3; RFC 6052 §2.2"),
+        Part("ipv4only_arpa", "NAT64 prefix from the AAAA records of ipv4only.arpa", source="rfc7050",
+             rfc="RFC 7050 §3; RFC 8880 §7.1; RFC 6877 §6.3; RFC 6052 §2.2",
+             expect="the DUT asks its resolver (learned over IPv6) for the AAAA records of ipv4only.arpa, and its "
+                    "CLAT then sends IPv4-literal connections over IPv6 to the literal embedded in the prefix "
+                    "those records reveal"),
+    ],
+)
+def clat_uses_the_discovered_nat64_prefix(t):
+    """A CLAT (RFC 6877 §6.3) translates the host's IPv4 packets into IPv6
+    with the NAT64 prefix of the network, which it discovers from the PREF64
+    option of Router Advertisements (RFC 8781 §5: hosts "SHOULD" use it) or
+    from the synthesized AAAA records of ipv4only.arpa (RFC 7050 §3).  The
+    tester advertises a NAT64 prefix nobody else knows, so only a CLAT that
+    learned it can send to the literal embedded in it (RFC 6052 §2.2)."""
+    literal = (settings(t.target).get("nat64") or {}).get("ipv4_only_address", DEFAULT_IPV4_LITERAL)
+    fresh = fresh_prefix(avoid=t.target.link_prefix)
+    nat64 = ipaddress.IPv6Network(f"{fresh.network_address}/96")
+    expected = V.nat64_address(nat64, literal)
+    port = 80
+    tr1 = t.tr1
+    tr1.extra_addrs.append(expected)  # the tester plays the NAT64 and the server behind it
+    peer = V.TcpPeer(tr1, ports=(port,))
+    responders = [peer.responder]
+    dns = None
+    if t.p.source == "rfc7050":
+        dns = dns_server(t)
+        for well_known in V.WELL_KNOWN_IPV4:
+            dns.add(V.IPV4ONLY_ARPA, "AAAA", V.nat64_address(nat64, well_known))
+            dns.add(V.IPV4ONLY_ARPA, "A", well_known)
+        responders.append(dns.responder)
+    since = t.port.now()
+    within = float(t.timing["ready_timeout_s"])
+    with responding(t, *responders):
+        again = advertise(t, router_lifetime=1800, prefixes=[prefix_option(t.target.link_prefix)],
+                          pref64=nat64 if t.p.source == "pref64" else None,
+                          rdnss=[dns.node.global_addr] if dns else ())
+        ok, detail = False, ""
+        deadline = t.port.now() + within
+        syns6 = []
+        while not syns6 and t.port.now() < deadline:  # until its CLAT has a prefix and sends
+            ok, detail = dut_connects(t, literal, port)
+            syns6 = t.collect(lambda p: IPv6 in p and TCP in p and str(p[TCP].flags) == "S" and p[TCP].dport == port,
+                              0, since=since)
+            if not syns6:
+                again()
+                t.wait(0.5)
+    elsewhere = [f.pkt[IPv6].dst for f in syns6 if not P.same_address(f.pkt[IPv6].dst, expected)]
+    problems = []
+    if dns is not None:
+        asked = {q.qtype for q in dns.queries_for(V.IPV4ONLY_ARPA)}
+        if "AAAA" not in asked:
+            problems.append(f"no AAAA query for {V.IPV4ONLY_ARPA} reached the resolver {dns.node.global_addr}")
+    source = "PREF64" if t.p.source == "pref64" else f"{V.IPV4ONLY_ARPA} (RFC 7050)"
+    first = peer.first_syn()
+    if first is None:
+        where = f"; its SYNs went to {', '.join(sorted(set(elsewhere)))} instead" if elsewhere else ""
+        problems.append(f"no SYN to {expected} ({literal} in the advertised prefix {nat64}) within {within:g} s"
+                        f"{where}; connection: {detail or 'not attempted'}")
+    elif not ok:
+        problems.append(f"SYN to {expected} from {first.src}, but the connection to {literal} failed: {detail}")
+    if problems:
+        return t.failed("; ".join(problems))
+    return t.passed(f"NAT64 prefix {nat64} from {source}: the connection to {literal}:{port} left as a SYN from "
+                    f"{first.src} to {expected} (+{first.time - since:.3f} s) and succeeded")
