@@ -13,7 +13,8 @@ discovers, the way clatd does on Linux (clatd is not packaged for Debian 12):
     (RFC 7050 §3), retried every second while unknown.
 * Translation: tayga on a TUN device ``clat``, mapping 192.0.0.1 to a
   dedicated IPv6 address of the host (the SLAAC prefix with the IID
-  ::c1a7, answered by proxy ND), with the IPv4 default route through it;
+  ::c1a7, probed with DAD first, then answered by proxy ND), with the IPv4
+  default route through it;
   IPv6 forwarding carries the translated packets between the TUN and the
   link (the link interface keeps forwarding=0: it stays a host there).
 
@@ -115,11 +116,35 @@ class Clat:
         self.tayga: subprocess.Popen | None = None
         self.config: tuple | None = None
 
+    def probe(self, clat6: ipaddress.IPv6Address, timeout: float = 5.0) -> bool:
+        """Duplicate Address Detection for the CLAT's address (RFC 6877 §6.3:
+        the CLAT SHOULD run DAD on an address that is not from a dedicated
+        prefix): the kernel probes it as an address of the link interface,
+        which is removed again once it is no longer tentative."""
+        sh("ip", "-6", "addr", "add", f"{clat6}/128", "dev", self.iface)
+        deadline = time.monotonic() + timeout
+        ok = False
+        while time.monotonic() < deadline:
+            out = subprocess.run(["ip", "-6", "-o", "addr", "show", "dev", self.iface, "to", f"{clat6}/128"],
+                                 capture_output=True, text=True).stdout
+            if "dadfailed" in out:
+                break
+            if out and "tentative" not in out:
+                ok = True
+                break
+            time.sleep(0.02)
+        sh("ip", "-6", "addr", "del", f"{clat6}/128", "dev", self.iface)
+        return ok
+
     def apply(self, prefix: ipaddress.IPv6Network, net: ipaddress.IPv6Network) -> None:
         if self.config == (prefix, net):
             return
         self.stop()
         clat6 = clat_address(net)
+        if not self.probe(clat6):
+            log(f"{clat6} failed Duplicate Address Detection; not translating")
+            self.config = (prefix, net)
+            return
         conf = os.path.join(self.workdir, "clat-tayga.conf")
         data = os.path.join(self.workdir, "clat-tayga")
         os.makedirs(data, exist_ok=True)
