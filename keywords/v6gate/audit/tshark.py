@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import gzip
 import queue
-import resource
 import struct
 import subprocess
+import tempfile
 import threading
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,7 +106,7 @@ class Chunk:
     index: int
     first_frame: int  # global number (1-based) of its first frame
     data: bytes  # a self-contained capture: header blocks + frames
-    offsets: list[int]  # file offset of each frame's record
+    offsets: array  # file offset of each frame's record
 
 
 @dataclass
@@ -152,9 +153,8 @@ class Splitter:
             except (EOFError, gzip.BadGzipFile, OSError) as exc:
                 raise UsageError(f"{self.path}: cannot read the compressed capture ({exc})") from None
 
-    def _emit(self, index, header, frames, offsets) -> Chunk:
-        first = self.frames - len(offsets) + 1
-        return Chunk(index, first, header + b"".join(frames), offsets)
+    def _emit(self, index, data: bytearray, offsets: array) -> Chunk:
+        return Chunk(index, self.frames - len(offsets) + 1, bytes(data), offsets)
 
     def _pcap(self, f) -> Iterator[Chunk]:
         header = f.read(24)
@@ -162,7 +162,7 @@ class Splitter:
             raise self._truncated("the pcap file header", 0)
         endian = PCAP_MAGICS[header[:4]][0]
         off, index = 24, 0
-        frames, offsets = [], []
+        data, offsets = bytearray(header), array("q")
         rec = struct.Struct(endian + "IIII")
         while True:
             head = f.read(16)
@@ -174,24 +174,25 @@ class Splitter:
             if incl > 0x4000000:
                 raise UsageError(f"{self.path}: corrupt pcap record at byte {off} (a {incl}-byte packet); the file "
                                  "is damaged")
-            data = f.read(incl)
-            if len(data) < incl:
+            body = f.read(incl)
+            if len(body) < incl:
                 raise self._truncated(f"packet {self.frames + 1}", off)
-            frames.append(head + data)
+            data += head
+            data += body
             offsets.append(off)
             off += 16 + incl
             self.frames += 1
             if len(offsets) >= self.chunk_frames:
-                yield self._emit(index, header, frames, offsets)
-                index, frames, offsets = index + 1, [], []
+                yield self._emit(index, data, offsets)
+                index, data, offsets = index + 1, bytearray(header), array("q")
         if offsets:
-            yield self._emit(index, header, frames, offsets)
+            yield self._emit(index, data, offsets)
 
     def _pcapng(self, f) -> Iterator[Chunk]:
         off, index = 0, 0
         endian = "<"
         header_blocks: list[bytes] = []
-        frames, offsets = [], []
+        data, offsets = bytearray(), array("q")
         while True:
             head = f.read(8)
             if not head:
@@ -208,9 +209,10 @@ class Splitter:
                 if blen < 28 or len(rest) < blen - 12:
                     raise self._truncated("a section header", off)
                 if offsets:  # a new section: finish the chunk of the previous one
-                    yield self._emit(index, b"".join(header_blocks), frames, offsets)
-                    index, frames, offsets = index + 1, [], []
+                    yield self._emit(index, data, offsets)
+                    index, offsets = index + 1, array("q")
                 header_blocks = [head + bom + rest]
+                data = bytearray(header_blocks[0])
                 off += blen
                 continue
             btype, blen = struct.unpack(endian + "II", head)
@@ -220,17 +222,20 @@ class Splitter:
             if len(body) < blen - 8:
                 raise self._truncated(f"packet {self.frames + 1}" if btype in (EPB, SPB, OPB) else "a block", off)
             if btype in (EPB, SPB, OPB):
-                frames.append(head + body)
+                data += head
+                data += body
                 offsets.append(off)
                 self.frames += 1
                 if len(offsets) >= self.chunk_frames:
-                    yield self._emit(index, b"".join(header_blocks), frames, offsets)
-                    index, frames, offsets = index + 1, [], []
-            elif btype == 1:  # interface description: every later chunk needs it
+                    yield self._emit(index, data, offsets)
+                    index, data, offsets = index + 1, bytearray(b"".join(header_blocks)), array("q")
+            elif btype == 1:  # interface description: this chunk and every later one need it
                 header_blocks.append(head + body)
+                data += head
+                data += body
             off += blen
         if offsets:
-            yield self._emit(index, b"".join(header_blocks), frames, offsets)
+            yield self._emit(index, data, offsets)
 
 
 class _Prepend:
@@ -257,7 +262,7 @@ def read_fields(path: Path, *, chunk_frames: int = 100_000, jobs: int = 2,
     splitter = Splitter(path, chunk_frames)
     argv = tshark_argv()
     todo: queue.Queue = queue.Queue(maxsize=max(1, jobs))
-    done: dict[int, tuple[Chunk, list[str] | Exception]] = {}
+    done: dict[int, tuple[Chunk, object]] = {}
     cond = threading.Condition()
     state = {"chunks": None, "error": None}
 
@@ -282,18 +287,7 @@ def read_fields(path: Path, *, chunk_frames: int = 100_000, jobs: int = 2,
             if chunk is None:
                 return
             t0 = time.monotonic()
-            try:
-                cp = subprocess.run(argv, input=chunk.data, capture_output=True, timeout=3600)
-                lines = cp.stdout.decode(errors="replace").splitlines()
-                if len(lines) != len(chunk.offsets):
-                    err = [ln for ln in cp.stderr.decode(errors="replace").splitlines() if "Running as user" not in ln]
-                    result: list[str] | Exception = BenchError(
-                        f"tshark decoded {len(lines)} of the {len(chunk.offsets)} packets from packet "
-                        f"{chunk.first_frame} on: {(err or ['no error message'])[-1]}")
-                else:
-                    result = lines
-            except subprocess.TimeoutExpired:
-                result = BenchError(f"tshark took more than an hour on packets {chunk.first_frame}..")
+            result = _decode_chunk(argv, chunk, stats)
             with cond:
                 stats.tshark_s += time.monotonic() - t0
                 done[chunk.index] = (chunk, result)
@@ -314,16 +308,79 @@ def read_fields(path: Path, *, chunk_frames: int = 100_000, jobs: int = 2,
         if isinstance(result, Exception):
             raise result
         stats.chunks += 1
-        for i, line in enumerate(result):
-            fields = line.split("\t")
-            if len(fields) < len(FIELDS):
-                fields += [""] * (len(FIELDS) - len(fields))
-            stats.packets += 1
-            yield chunk.first_frame + i, chunk.offsets[i], fields
+        out, err = result
+        lines = 0
+        try:
+            for raw in out:
+                if lines >= len(chunk.offsets):
+                    break
+                fields = raw.rstrip(b"\n").decode(errors="replace").split("\t")
+                if len(fields) < len(FIELDS):
+                    fields += [""] * (len(FIELDS) - len(fields))
+                stats.packets += 1
+                yield chunk.first_frame + lines, chunk.offsets[lines], fields
+                lines += 1
+            if lines != len(chunk.offsets):
+                err.seek(0)
+                msg = [ln for ln in err.read().decode(errors="replace").splitlines() if "Running as user" not in ln]
+                raise BenchError(f"tshark decoded {lines} of the {len(chunk.offsets)} packets from packet "
+                                 f"{chunk.first_frame} on: {(msg or ['no error message'])[-1]}")
+        finally:
+            out.close()
+            err.close()
         index += 1
     for th in threads:
         th.join(5)
     if state["error"] is not None:
         raise state["error"]
-    stats.tshark_max_rss_kib = max(stats.tshark_max_rss_kib, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     stats.bytes_read = Path(path).stat().st_size
+
+
+def _peak_rss_kib(pid: int) -> int:
+    """VmHWM of a running process: its peak resident set since its exec."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _decode_chunk(argv: list[str], chunk: Chunk, stats: ReadStats) -> tuple | Exception:
+    """One tshark over one chunk.  Its output (one line per frame) goes to
+    a temporary file the reader streams when it reaches the chunk, so no
+    chunk's decoded lines are ever held in memory; its peak memory goes to
+    ``stats``."""
+    out, err = tempfile.TemporaryFile(prefix="v6gate-audit-"), tempfile.TemporaryFile(prefix="v6gate-audit-")
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err)
+    finished = threading.Event()
+
+    def watch():
+        while not finished.wait(0.05):
+            peak = _peak_rss_kib(proc.pid)
+            if peak > stats.tshark_max_rss_kib:
+                stats.tshark_max_rss_kib = peak
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        try:
+            proc.stdin.write(chunk.data)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass  # tshark stopped reading: its error is in err
+        chunk.data = b""
+        proc.wait(timeout=3600)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        out.close()
+        err.close()
+        return BenchError(f"tshark took more than an hour on packets {chunk.first_frame}..")
+    finally:
+        finished.set()
+        watcher.join(1)
+    out.seek(0)
+    return out, err
