@@ -1,5 +1,5 @@
-"""``v6gate audit CAPTURE.pcapng [--host MAC|ADDR ...]``: IPv6-only readiness
-from a capture of a production link, without sending a packet.
+"""IPv6-only readiness per host from a capture of a production link, without
+sending a packet: v6gate audit CAPTURE.pcapng [--host MAC|ADDR ...].
 
 Writes results.json (the run schema), junit.xml and report.html with a
 readiness verdict per host; exits 0 when no host FAILs, 1 when one does,
