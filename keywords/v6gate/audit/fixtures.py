@@ -27,7 +27,7 @@ SAMPLES = {
          ("v6only.ipv6_only_preferred_option_stops_dhcpv4", "request", "dut_runs_a_dhcpv4_client_without_option_108")]),
     "v6only-host-ignores-option-108": (
         "a DHCPv4 client that asks for option 108 and still requests the address offered with it",
-        [("v6only.ipv6_only_preferred_option_stops_dhcpv4", "offer", "impostor_requests_an_address_despite_option_108")]),
+        [("v6only.ipv6_only_preferred_option_stops_dhcpv4", "offer", "impostor_uses_an_address_offered_with_option_108")]),
     "dad-skipped": (
         "a host that assigns its addresses without Duplicate Address Detection, restarted on the capture",
         [("slaac.link_local_address_is_probed_before_use", None, "dut_skips_dad")]),

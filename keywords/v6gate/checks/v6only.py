@@ -387,12 +387,12 @@ def _not_claimed(t, seen: str):
              expect="every DHCPDISCOVER and DHCPREQUEST the DUT sends after its restart carries 108 in its Parameter "
                     "Request List (option 55)"),
         Part("offer", "No DHCPREQUEST and no IPv4 address after an OFFER with option 108", phase="offer",
-             fault="impostor_requests_an_address_despite_option_108",
+             fault="impostor_uses_an_address_offered_with_option_108",
              expect="after the server's DHCPOFFER carrying option 108, no DHCPREQUEST, DHCPDISCOVER or ARP from the "
                     "DUT for the DHCP client's first retransmission time (RFC 2131 §4.1: 4 s +- 1 s), and no answer "
                     "to an ARP probe for the offered address"),
         Part("wait", "DHCPv4 stays quiet for V6ONLY_WAIT", phase="wait", profile="full",
-             fault="dut_runs_a_dhcpv4_client_without_option_108",
+             fault="impostor_resumes_dhcpv4_before_v6only_wait",
              expect="no DHCPv4 message from the DUT for V6ONLY_WAIT after the OFFER: the option's value, at least "
                     "MIN_V6ONLY_WAIT (300 s, RFC 8925 §3.4)"),
     ],
