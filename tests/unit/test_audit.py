@@ -110,6 +110,18 @@ def test_non_pcap_files_are_one_line_usage_errors(tmp_path, content, message):
         audit_capture(bad)
 
 
+def test_a_capture_without_ethernet_is_a_usage_error(tmp_path):
+    import struct
+
+    sll = tmp_path / "any.pcap"  # Linux cooked capture (tcpdump -i any): no MAC addresses to name hosts by
+    with open(sll, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 113))
+        frame = bytes(16) + bytes.fromhex("6000000000083aff") + bytes(32) + bytes.fromhex("8000000000000000")
+        f.write(struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame)
+    with pytest.raises(UsageError, match="no Ethernet source address"):
+        audit_capture(sll, out=tmp_path / "r")
+
+
 def test_an_unknown_host_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="--host 2001:db8::dead: no host"):
         audit_capture(CAPTURES / "dad-skipped.pcapng", hosts=["2001:db8::dead"], out=tmp_path)

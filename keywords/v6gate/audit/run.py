@@ -77,6 +77,9 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
     elapsed = time.monotonic() - t0
     if not stats.packets:
         raise UsageError(f"{path}: the capture holds no packets")
+    if not audit.hosts:
+        raise UsageError(f"{path}: no Ethernet source address in its {stats.packets} packets (a capture on Linux's "
+                         "'any' device has none); capture on the link's Ethernet interface")
     macs = _select(audit, hosts or [])
     results = [result_for(j, mac, path, started) for mac in macs for j in judge_host(audit, audit.hosts[mac])]
     py_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
