@@ -129,8 +129,11 @@ def _stops_108(audit, h) -> Judged:
     if h.after_offer_108.count:
         return Judged(STOPS_108, "FAIL", f"{offer}; then within V6ONLY_WAIT: {_seen(audit, h.after_offer_108)}", m)
     horizon = min(h.quiet_until, audit.t_last)
+    why = ("its interface restarted (a network attachment event)" if h.quiet_ended_by_restart and
+           h.quiet_until <= audit.t_last else "the end of V6ONLY_WAIT" if h.quiet_until <= audit.t_last else
+           "the end of the capture")
     return Judged(STOPS_108, "PASS", f"{offer}; no DHCPv4, ARP or IPv4 from the host up to {_rel(audit, horizon)} "
-                                     "(the end of V6ONLY_WAIT or of the capture)", m)
+                                     f"({why})", m)
 
 
 def _dns(audit, h) -> Judged:

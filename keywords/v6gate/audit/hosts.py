@@ -94,6 +94,7 @@ class Host:
     dhcp_client: dict = field(default_factory=dict)  # message -> Seen (with / without 108)
     offers_108: list = field(default_factory=list)  # (time, frame, yiaddr, server, V6ONLY_WAIT)
     quiet_until: float = 0.0  # the end of V6ONLY_WAIT after the last OFFER with option 108
+    quiet_ended_by_restart: bool = False  # ...or the interface restart (network attachment) that ended it
     after_offer_108: Seen = field(default_factory=Seen)  # DHCPv4, ARP or IPv4 within V6ONLY_WAIT of that OFFER
     dns: dict = field(default_factory=dict)  # (family, resolver) -> count
     dns_qtypes: dict = field(default_factory=dict)
@@ -196,7 +197,7 @@ class Audit:
             return
         h.kinds.setdefault(kind, Seen()).add(time, frame, desc)
         addr = _first(f[F["ip_src"]]) or _first(f[F["arp_spa"]])
-        if addr and addr not in h.ipv4_addrs and len(h.ipv4_addrs) < MAX_ADDRESSES:
+        if addr and addr != "0.0.0.0" and addr not in h.ipv4_addrs and len(h.ipv4_addrs) < MAX_ADDRESSES:
             h.ipv4_addrs.append(addr)
         msg = _ints(f[F["dhcp_type"]])
         if kind in (V.DHCPV4, V.DHCPV4_RFC8925) and msg:
@@ -218,7 +219,7 @@ class Audit:
         # RFC 8925 §3.2: V6ONLY_WAIT is the option's value or MIN_V6ONLY_WAIT, whichever is greater
         value = self.option_108(offset)
         wait = max(float(value or 0), float(V.MIN_V6ONLY_WAIT_S))
-        h.quiet_until = max(h.quiet_until, time + wait)
+        h.quiet_until, h.quiet_ended_by_restart = max(h.quiet_until, time + wait), False
         if len(h.offers_108) < 8:
             h.offers_108.append((time, frame, _first(f[F["dhcp_yiaddr"]]), _first(f[F["ip_src"]]), value))
 
@@ -283,7 +284,8 @@ class Audit:
             h.dad[target] = time
         if target.lower().startswith("fe80:"):
             h.episode, h.episode_probed, h.episode_used = time, {target}, set()
-            h.quiet_until = 0.0
+            if h.quiet_until > time:
+                h.quiet_until, h.quiet_ended_by_restart = time, True
         elif h.episode is not None:
             h.episode_probed.add(target)
 
@@ -321,6 +323,8 @@ class Audit:
             return f"ARP {op} {f[F['arp_tpa']]} from {f[F['arp_spa']]}"
         if f[F["dhcp_type"]]:
             msg = V.DHCP_MESSAGE.get(_ints(f[F["dhcp_type"]])[0], "DHCP")
+            if _first(f[F["sport"]]) == str(V.DHCP_SERVER_PORT):
+                return f"{msg} of {f[F['dhcp_yiaddr']]} to {f[F['dhcp_chaddr']]} from {_first(f[F['ip_src']])}"
             return f"{msg} parameter request list [{f[F['dhcp_prl']]}]"
         if etype == V.ETH_P_IPV4:
             return f"IPv4 {_first(f[F['ip_src']])} -> {_first(f[F['ip_dst']])}"
