@@ -16,7 +16,8 @@ entry with a reason and one or more mechanisms:
 
 Every mechanism is undone by rebuilding the DUT (``Lab.reset_dut``), which
 is what the harness does before the next check.  Placeholders: {dut_if},
-{dut_port}, {dut_mac}, {dut_ll}, {prefix}.
+{dut_port}, {dut_mac}, {dut_ll}, {prefix}, {dut_ns} (the DUT's namespace)
+and {lab_dir} (the lab's work directory, where its daemons keep their files).
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ def apply_fault(lab, fault: Fault, dut_addresses: dict) -> AppliedFault:
         "dut_mac": dut_addresses.get("mac", ""),
         "dut_ll": dut_addresses.get("link_local", ""),
         "prefix": dut_addresses.get("prefix", ""),
+        "dut_ns": lab.dut_ns,
+        "lab_dir": str(lab.workdir),
     }
     ns = lab.dut_ns
     try:

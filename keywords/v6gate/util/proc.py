@@ -19,6 +19,13 @@ TOOL_PACKAGES = {
     "kea-dhcp6": "kea-dhcp6-server",
     "iperf3": "iperf3",
     "ethtool": "ethtool",
+    "kea-dhcp4": "kea-dhcp4-server",
+    "tayga": "tayga",
+    "unbound": "unbound",
+    "dnsmasq": "dnsmasq-base",
+    "dhcpcd": "dhcpcd-base",
+    "dhclient": "isc-dhcp-client",
+    "unshare": "util-linux",
 }
 
 

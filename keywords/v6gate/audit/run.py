@@ -1,0 +1,111 @@
+"""``v6gate audit``: a capture in, a readiness report per host out."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import resource
+import time
+from pathlib import Path
+
+from ..errors import UsageError
+from ..paths import REPORTS, shown
+from ..report.results import build_document, host_info, now_iso, tool_versions, write_all
+from ..util.proc import need
+from .capture import capture_format, read_frame_at
+from .findings import judge_host
+from .hosts import Audit
+from .report import result_for
+from .tshark import ReadStats, read_fields
+
+
+class Option108:
+    """The value of option 108 in a DHCPOFFER, decoded with Scapy (tshark
+    4.0 has no decoder for it and shows only its bytes)."""
+
+    def __init__(self, path: Path, fmt: str):
+        self.path, self.fmt = path, fmt
+        self.decoded = 0
+
+    def __call__(self, offset: int) -> int | None:
+        raw = read_frame_at(self.path, offset, self.fmt)
+        if not raw:
+            return None
+        import scapy.layers.dhcp  # noqa: F401 - binds BOOTP/DHCP to UDP 67/68 before dissecting
+        from scapy.layers.l2 import Ether
+
+        from ..net.v6only import dhcp_options
+
+        self.decoded += 1
+        value = dhcp_options(Ether(raw)).get("ipv6-only-preferred")
+        return int(value) if isinstance(value, int) else None
+
+
+def _select(audit: Audit, wanted: list[str]) -> list[str]:
+    if not wanted:
+        return sorted(audit.hosts, key=lambda m: -audit.hosts[m].frames)
+    chosen = []
+    for w in wanted:
+        key = w.strip().lower()
+        try:
+            key = str(ipaddress.ip_address(key))
+        except ValueError:
+            pass
+        match = [m for m, h in audit.hosts.items() if m == key or key in h.ipv4_addrs or key in h.ipv6_addrs]
+        if not match:
+            busiest = ", ".join(sorted(audit.hosts, key=lambda m: -audit.hosts[m].frames)[:5])
+            raise UsageError(f"--host {w}: no host with that MAC or address sent frames on the capture "
+                             f"(busiest: {busiest or 'none'})")
+        chosen += [m for m in match if m not in chosen]
+    return chosen
+
+
+def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: str | Path | None = None,
+                  jobs: int | None = None, chunk_frames: int = 100_000, command: str = "") -> tuple[dict, dict]:
+    path = Path(capture)
+    fmt = capture_format(path)
+    need("tshark")
+    jobs = jobs or max(1, min(2, os.cpu_count() or 1))
+    started = now_iso()
+    t0 = time.monotonic()
+    decoder = Option108(path, fmt)
+    audit = Audit(option_108=decoder)
+    stats = ReadStats()
+    for frame, offset, fields in read_fields(path, chunk_frames=chunk_frames, jobs=jobs, stats=stats):
+        audit.add(frame, offset, fields)
+    elapsed = time.monotonic() - t0
+    if not stats.packets:
+        raise UsageError(f"{path}: the capture holds no packets")
+    if not audit.hosts:
+        raise UsageError(f"{path}: no Ethernet source address in its {stats.packets} packets (a capture on Linux's "
+                         "'any' device has none); capture on the link's Ethernet interface")
+    macs = _select(audit, hosts or [])
+    results = [result_for(j, mac, path, started) for mac in macs for j in judge_host(audit, audit.hosts[mac])]
+    py_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    info = {
+        "capture": shown(path), "format": fmt, "bytes": path.stat().st_size, "packets": stats.packets,
+        "hosts_seen": len(audit.hosts), "hosts_reported": len(macs), "duration_s": round(elapsed, 3),
+        "packets_per_s": round(stats.packets / elapsed) if elapsed > 0 else None,
+        "capture_span_s": round(audit.t_last - audit.t0, 3) if audit.t0 is not None else 0,
+        "jobs": jobs, "chunk_frames": chunk_frames, "chunks": stats.chunks,
+        "peak_rss_mib": {"v6gate": round(py_rss / 1024, 1), "tshark": round(stats.tshark_max_rss_kib / 1024, 1)},
+        "scapy_decoded_frames": decoder.decoded,
+        "rdnss_seen": sorted(audit.rdnss_seen), "pref64_seen": sorted(audit.pref64_seen),
+    }
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out_dir = Path(out) if out else REPORTS / "audit" / f"{stamp}-{path.stem[:40]}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    meta = {"id": out_dir.name, "started": started, "finished": now_iso(), "command": command, "profile": "default",
+            "target": {"name": path.name, "kind": "capture", "source": shown(path)},
+            "tool": {**tool_versions(), "tshark": _tshark_version()}, "host": host_info(), "lab": None,
+            "workers": jobs, "phases": [], "duration_s": round(elapsed, 3), "audit": info}
+    doc = build_document(results, run_meta=meta)
+    paths = write_all(out_dir, doc)
+    return {k: str(v) for k, v in paths.items()}, doc
+
+
+def _tshark_version() -> str | None:
+    from ..report.results import _version
+
+    return _version(["tshark", "--version"])

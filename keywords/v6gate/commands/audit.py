@@ -1,0 +1,47 @@
+"""IPv6-only readiness per host from a capture of a production link, without
+sending a packet: v6gate audit CAPTURE.pcapng [--host MAC|ADDR ...].
+
+Writes results.json (the run schema), junit.xml and report.html with a
+readiness verdict per host; exits 0 when no host FAILs, 1 when one does,
+2 on bad input (a truncated or non-pcap file), 3 when the bench broke."""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(subparsers) -> None:
+    ap = subparsers.add_parser("audit", help="IPv6-only readiness per host from a capture (passive, tshark)",
+                               description=__doc__.split("\n\n")[0])
+    ap.add_argument("capture", help="a pcap or pcapng file (gzip'ed too)")
+    ap.add_argument("--host", action="append", default=[], metavar="MAC|ADDR",
+                    help="report only this host (its MAC, or an address it used); repeatable; default: every host")
+    ap.add_argument("--out", help="report directory (default reports/audit/<time>-<capture>)")
+    ap.add_argument("--jobs", type=int, default=None, help="tshark processes decoding in parallel (default: 2)")
+    ap.add_argument("--chunk", type=int, default=100_000, help="packets per tshark process (bounds its memory)")
+    ap.set_defaults(func=cmd_audit)
+
+
+def cmd_audit(args) -> int:
+    from ..audit.run import audit_capture
+    from ..errors import UsageError
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be 1 or more")
+    if args.chunk < 1000:
+        raise UsageError("--chunk must be at least 1000 packets")
+    paths, doc = audit_capture(args.capture, hosts=args.host, out=args.out, jobs=args.jobs, chunk_frames=args.chunk,
+                               command=" ".join(["v6gate", *sys.argv[1:]]))
+    info = doc["run"]["audit"]
+    print(f"v6gate audit: {info['packets']} packets, {info['hosts_seen']} hosts in {info['duration_s']} s "
+          f"({info['packets_per_s']} packets/s); peak memory {info['peak_rss_mib']['v6gate']} MiB v6gate, "
+          f"{info['peak_rss_mib']['tshark']} MiB per tshark (x{info['jobs']})")
+    ready = [c for c in doc["checks"] if c["id"] == "audit.ipv6_only_readiness"]
+    for c in ready:
+        fails = [x["title"] for x in doc["checks"] if x["part"] == c["part"] and x["verdict"] == "FAIL"
+                 and x["id"] != c["id"]]
+        share = c["measurements"].get("ipv6_share_percent")
+        print(f"  {c['part']}  {c['verdict']:4}  IPv6 {share if share is not None else '-'}%"
+              + (f"  failing: {', '.join(fails)}" if fails else ""))
+    print(f"v6gate: report {paths['html']}\n        results {paths['results']}")
+    return doc["summary"]["exit_code"]
