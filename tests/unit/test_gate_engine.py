@@ -112,7 +112,7 @@ def test_every_trial_is_kept_in_the_record():
 
 
 def test_lopsided_foreign_load_discards_the_pair():
-    pol = DisturbancePolicy(max_steal_fraction=1, max_foreign_gap=0.2)
+    pol = DisturbancePolicy(max_steal_fraction=1, max_steal_gap=1, max_foreign_gap=0.2)
     a = D.Disturbance(2, 0, 3.5, 0.5, 1)  # 75 % of capacity foreign
     b = D.Disturbance(2, 0, 0.7, 0.5, 1)  # 5 %
     from v6gate.gates.engine import Trial

@@ -76,13 +76,15 @@ class Disturbance:
 
     @property
     def steal_fraction(self) -> float:
-        """Steal as a share of the machine's capacity during the trial."""
-        return self.steal_s / max(self.wall_s * NCPU, 1e-9)
+        """Steal as a share of the machine's capacity during the trial (over at
+        least one second: /proc/stat counts in 10 ms ticks, so one tick in a
+        0.1 s trial is not 5 % of anything)."""
+        return self.steal_s / (max(self.wall_s, 1.0) * NCPU)
 
     @property
     def foreign_fraction(self) -> float:
         """CPU used by everything but the workload, as a share of capacity."""
-        return max(0.0, self.busy_s - self.workload_cpu_s) / max(self.wall_s * NCPU, 1e-9)
+        return max(0.0, self.busy_s - self.workload_cpu_s) / (max(self.wall_s, 1.0) * NCPU)
 
     def as_dict(self) -> dict:
         return {"wall_s": round(self.wall_s, 4), "steal_s": round(self.steal_s, 3), "busy_s": round(self.busy_s, 3),

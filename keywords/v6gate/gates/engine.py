@@ -70,7 +70,8 @@ class Budget:
 
 @dataclass(frozen=True)
 class DisturbancePolicy:
-    max_steal_fraction: float = 0.03  # of the machine's capacity during one trial
+    max_steal_fraction: float = 0.10  # of the machine's capacity during one trial (a burst)
+    max_steal_gap: float = 0.03  # |steal_A - steal_B| of a pair (steal that hit one arm only)
     max_foreign_gap: float = 0.35  # |foreign_A - foreign_B| of a pair, as a share of capacity
     enabled: bool = True
 
@@ -83,6 +84,9 @@ class DisturbancePolicy:
             if t.disturbance and t.disturbance.steal_fraction > self.max_steal_fraction:
                 return (f"steal {t.disturbance.steal_fraction * 100:.1f}% of capacity in the {t.arm} trial "
                         f"(limit {self.max_steal_fraction * 100:g}%)")
+        if len(ds) == 2 and abs(ds[0].steal_fraction - ds[1].steal_fraction) > self.max_steal_gap:
+            return (f"steal {ds[0].steal_fraction * 100:.1f}% vs {ds[1].steal_fraction * 100:.1f}% of capacity in "
+                    f"the two trials (gap limit {self.max_steal_gap * 100:g}%)")
         if len(ds) == 2 and abs(ds[0].foreign_fraction - ds[1].foreign_fraction) > self.max_foreign_gap:
             return (f"other load {ds[0].foreign_fraction * 100:.0f}% vs {ds[1].foreign_fraction * 100:.0f}% of "
                     f"capacity in the two trials (gap limit {self.max_foreign_gap * 100:g}%)")
@@ -173,7 +177,8 @@ class GateDecision:
                              f"[{_pct_s(iv.low)}, {_pct_s(iv.high)}]) vs {'>=' if m.higher_is_better else '<='} "
                              f"{m.threshold:.3f}: {st.status or 'undecided'}")
             else:
-                parts.append(f"{name} {iv.method.split()[-1]} {iv.estimate:.4g} {m.unit} [{_fmt(iv.low)}, "
+                q = "median" if m.quantile == 0.5 else f"p{round(m.quantile * 100)}"
+                parts.append(f"{name} {q} {iv.estimate:.4g} {m.unit} [{_fmt(iv.low)}, "
                              f"{_fmt(iv.high)}] vs target {'>=' if m.higher_is_better else '<='} {m.target:g} "
                              f"{m.unit}: {st.status or 'undecided'}")
         unit = "pairs" if len(self.arms) == 2 else "trials"

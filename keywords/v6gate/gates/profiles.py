@@ -54,7 +54,7 @@ FIELDS = {"title", "description", "workload", "compare", "params", "metrics", "m
           "trial_s", "warmup_s", "budget", "disturbance", "mtu", "target", "quantile", "profile", "family",
           "pin", "variants"}
 BUDGET_FIELDS = {"min_pairs", "max_pairs", "max_seconds", "max_discarded"}
-DIST_FIELDS = {"max_steal_fraction", "max_foreign_gap", "enabled"}
+DIST_FIELDS = {"max_steal_fraction", "max_steal_gap", "max_foreign_gap", "enabled"}
 
 
 @dataclass
@@ -179,7 +179,8 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
     if set(d) - DIST_FIELDS:
         raise _bad(path, f"{where}.disturbance", f"unknown {sorted(set(d) - DIST_FIELDS)}", f"use {sorted(DIST_FIELDS)}")
     policy = DisturbancePolicy(
-        max_steal_fraction=_num(path, f"{where}.disturbance.max_steal_fraction", d.get("max_steal_fraction", 0.03), 0, 1),
+        max_steal_fraction=_num(path, f"{where}.disturbance.max_steal_fraction", d.get("max_steal_fraction", 0.10), 0, 1),
+        max_steal_gap=_num(path, f"{where}.disturbance.max_steal_gap", d.get("max_steal_gap", 0.03), 0, 1),
         max_foreign_gap=_num(path, f"{where}.disturbance.max_foreign_gap", d.get("max_foreign_gap", 0.35), 0, 1),
         enabled=bool(d.get("enabled", True)))
     profile = spec.get("profile", "full")
