@@ -45,8 +45,11 @@ def quiet_monitor(clock: FakeClock, steal_at=()):
     return snap
 
 
-def gate(ratio, noise, seed=1, metric=Metric("throughput", "MB/s", True, 0.03), budget=Budget(6, 40, 500, 10),
-         steal_at=()):
+THROUGHPUT = Metric("throughput", "MB/s", True, 0.03)
+BUDGET = Budget(6, 40, 500, 10)
+
+
+def gate(ratio, noise, seed=1, metric=THROUGHPUT, budget=BUDGET, steal_at=()):
     clock = FakeClock()
     measure, order = synthetic(ratio, noise, seed, clock, metric.name)
     pc = PairedComparison(arms=("v4", "v6"), metrics=[metric], measure=measure, budget=budget,
@@ -89,7 +92,7 @@ def test_seconds_budget():
 
 
 def test_order_inside_pairs_is_randomized_and_interleaved():
-    d, order = gate(1.0, 0.05, budget=Budget(6, 30, 500, 10))
+    _d, order = gate(1.0, 0.05, budget=Budget(6, 30, 500, 10))
     pairs = [tuple(order[i:i + 2]) for i in range(0, len(order), 2)]
     assert all(set(p) == {"v4", "v6"} for p in pairs)
     assert ("v4", "v6") in pairs and ("v6", "v4") in pairs

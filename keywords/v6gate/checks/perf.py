@@ -11,8 +11,8 @@ fixtures/gates/pairings.yaml.  Run in `v6gate run`'s serial "gates" phase
 """
 
 from ..core.check import Part, check
-from ..gates.profiles import profiles
 from ..gates import report as _report  # noqa: F401  (registers the gates in the report)
+from ..gates.profiles import profiles
 from ..gates.run import run_gate
 
 

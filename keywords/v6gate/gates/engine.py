@@ -55,7 +55,7 @@ class Metric:
         if self.target is not None:
             q = "median" if self.quantile == 0.5 else f"p{round(self.quantile * 100)}"
             return f"{q} {'>=' if self.higher_is_better else '<='} {self.target:g} {self.unit}"
-        b, a = (arms + ("B", "A"))[1::-1] if len(arms) >= 2 else ("B", "A")
+        b, a = (arms[1], arms[0]) if len(arms) >= 2 else ("B", "A")
         op = ">=" if self.higher_is_better else "<="
         return f"{b}/{a} {self.name} ratio {op} {self.threshold:.3f} (margin {self.margin * 100:g}%)"
 

@@ -81,7 +81,7 @@ def _signed_rank_k(n: int, alpha: float) -> tuple[int, float]:
     m = n * (n + 1) / 2
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
     z = normal_ppf(1 - alpha / 2)
-    k = int(math.floor(m / 2 - z * sd - 0.5)) + 1
+    k = math.floor(m / 2 - z * sd - 0.5) + 1
     return max(k, 1), 1 - alpha
 
 
@@ -202,8 +202,8 @@ def bootstrap_interval(d: list[float], confidence: float = 0.95, resamples: int 
     rng = random.Random(seed)
     means = sorted(sum(rng.choice(d) for _ in range(n)) / n for _ in range(resamples))
     a = (1 - confidence) / 2
-    lo = means[max(0, int(math.floor(a * resamples)))]
-    hi = means[min(resamples - 1, int(math.ceil((1 - a) * resamples)) - 1)]
+    lo = means[max(0, math.floor(a * resamples))]
+    hi = means[min(resamples - 1, math.ceil((1 - a) * resamples) - 1)]
     return Interval(sum(d) / n, lo, hi, n, "bootstrap", confidence, confidence)
 
 
@@ -279,7 +279,7 @@ def _quantile(xs: list[float], q: float) -> float:
     if not xs:
         return math.nan
     pos = q * (len(xs) - 1)
-    i = int(math.floor(pos))
+    i = math.floor(pos)
     frac = pos - i
     return xs[i] if i + 1 >= len(xs) else xs[i] * (1 - frac) + xs[i + 1] * frac
 

@@ -20,8 +20,8 @@ import time
 
 from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr, IPv6
 
-from ..core.control import NotSupported
 from ..core.context import NotApplicable
+from ..core.control import NotSupported
 from ..net import match as M
 from ..net import packets as P
 from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement

@@ -76,11 +76,11 @@ def loadgen(bench: Bench, prof: GateProfile, family: str, *, dstopts: int = 0, b
 def iperf3(bench: Bench, prof: GateProfile, family: str, *, baseline: bool = False) -> Measure:
     p = prof.params
     addr = bench.address(family)
-    secs = max(1, int(round(prof.trial_s)))
+    secs = max(1, round(prof.trial_s))
     argv = ["iperf3", "-c", addr, "-p", str(bench.ports["iperf3"]), "-t", str(secs), "--json",
             "-4" if family == "v4" else "-6", "-P", str(p.get("parallel", 1))]
     if prof.warmup_s >= 0.5:
-        argv += ["-O", str(max(1, int(round(prof.warmup_s))))]
+        argv += ["-O", str(max(1, round(prof.warmup_s)))]
     if p.get("length"):
         argv += ["-l", str(p["length"])]
     if p.get("window"):
@@ -140,7 +140,7 @@ def parse_qperf(text: str) -> dict[str, float]:
 def qperf(bench: Bench, prof: GateProfile, family: str, size: int, *, baseline: bool = False) -> Measure:
     test = prof.params["test"]
     addr = bench.address(family)
-    secs = max(1, int(round(prof.trial_s)))
+    secs = max(1, round(prof.trial_s))
     argv = ["timeout", "-s", "KILL", str(secs + 8), "qperf", "-t", str(secs), "-lp", str(bench.ports["qperf"]),
             "-m", str(size), addr, test]
     t0 = time.monotonic()

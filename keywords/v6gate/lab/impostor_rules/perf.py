@@ -2,8 +2,8 @@
 
 import time
 
-from .nd import answer_ns_without_validation
 from ..impostor import rule
+from .nd import answer_ns_without_validation
 
 
 @rule("answer_ns_after_delay")
