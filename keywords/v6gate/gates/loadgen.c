@@ -45,9 +45,13 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int read_full(int fd, char *buf, size_t n, size_t bufsz, unsigned long long *counter, const double *start) {
+/* Returns 0 when n bytes arrived, -1 on error or EOF, 1 when *deadline passed first (a slow
+ * response is cut at the end of the trial; its bytes so far are counted). */
+static int read_full(int fd, char *buf, size_t n, size_t bufsz, unsigned long long *counter, const double *start,
+                     const double *deadline) {
     size_t got = 0;
     while (got < n) {
+        if (deadline && now() >= *deadline) return 1;
         size_t want = n - got < bufsz ? n - got : bufsz;
         ssize_t r = recv(fd, buf, want, 0);
         if (r == 0) return -1;
@@ -84,7 +88,7 @@ static void *serve(void *arg) {
     char *buf = malloc(BUFSZ);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (!buf || read_full(fd, (char *)hello, sizeof hello, sizeof hello, NULL, NULL) < 0 ||
+    if (!buf || read_full(fd, (char *)hello, sizeof hello, sizeof hello, NULL, NULL, NULL) < 0 ||
         memcmp(hello, "V6GL", 4) != 0)
         goto done;
     size_t req = ntohl(hello[1]), resp = ntohl(hello[2]), dst = ntohl(hello[3]);
@@ -101,7 +105,7 @@ static void *serve(void *arg) {
     }
     memset(buf, 'r', BUFSZ);
     for (;;) {
-        if (read_full(fd, buf, req, BUFSZ, NULL, NULL) < 0) break;
+        if (read_full(fd, buf, req, BUFSZ, NULL, NULL, NULL) != 0) break;
         if (write_full(fd, buf, resp, BUFSZ) < 0) break;
     }
 done:
@@ -194,7 +198,9 @@ static void *client_pair(void *unused) {
             }
         }
         double t0 = now();
-        if (write_full(fd, buf, C.req, BUFSZ) < 0 || read_full(fd, buf, C.resp, BUFSZ, &C.bytes_rx, &C.start) < 0) {
+        int rc = write_full(fd, buf, C.req, BUFSZ) < 0 ? -1 : read_full(fd, buf, C.resp, BUFSZ, &C.bytes_rx, &C.start, &C.end);
+        if (rc == 1) break; /* the trial ended in the middle of a response */
+        if (rc < 0) {
             errs++;
             close(fd);
             fd = -1;
