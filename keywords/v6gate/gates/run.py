@@ -161,7 +161,13 @@ def _target(t, prof: GateProfile) -> Outcome:
         state["i"] += 1
         return fn(t, prof, state["i"])
 
-    t.measure("facts", {"dut": {"mac": t.dut.mac, "link_local": t.dut.link_local}, "timing": dict(t.timing)})
+    facts = {"dut": {"mac": t.dut.mac, "link_local": t.dut.link_local}, "timing": dict(t.timing)}
+    lab = getattr(t.session, "lab", None)
+    if lab is not None and not lab.external_dut:
+        from .bench import End
+
+        facts["dut"].update(End("DUT", lab.dut_ns, lab.dut_ifname(), True).facts())
+    t.measure("facts", facts)
     dec = TargetComparison(arm="dut", metrics=prof.metrics, measure=measure, budget=prof.budget,
                            policy=prof.disturbance, confidence=prof.confidence,
                            on_trial=lambda tr: _note_trial(t, tr)).run()

@@ -145,6 +145,7 @@ def t_cdf(t: float, df: float) -> float:
     return 1 - tail if t > 0 else tail
 
 
+@lru_cache(maxsize=512)
 def t_ppf(p: float, df: float) -> float:
     """Quantile of Student's t (bisection on the CDF; |error| < 1e-10)."""
     if not 0 < p < 1:
