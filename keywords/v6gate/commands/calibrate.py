@@ -32,6 +32,9 @@ def run(args) -> int:
         raise UsageError(f"--runs {args.runs}: use 1..1000")
     if not 0 < args.factor < 10:
         raise UsageError(f"--factor {args.factor}: use a number between 0 and 10")
+    from ..core.session import install_signal_handlers
+
+    install_signal_handlers()  # SIGTERM tears the lab down like Ctrl-C
     registry.cleanup(stale_only=True)
     doc, path = calibrate(runs=args.runs, factor=args.factor, variant=args.variant, regime=args.regime,
                           out_dir=Path(args.out) if args.out else None)
