@@ -301,7 +301,7 @@ def calibrate(*, runs: int, factor: float, variant: str, regime: str, out_dir: P
         htb_fault("calibration_aa", shaped, shaped, "A/A: HTB tree installed, IPv4 and IPv6 classes alike")
         want = 1 - factor * margin
         cap, eff, probes, h = _tune_cap(session, prof, shaped, want, log)
-        log(f"  HTB efficiency {h:.3f} MB/s of IPv6 payload per configured Mbit/s; "
+        log(f"  HTB delivers {h:.3f} of its configured rate as IPv6 payload; "
             f"{'the cap follows the current IPv6 rate before each handicap run' if not shaped else 'fixed cap'}")
         htb_fault("calibration_handicap", shaped, cap,
                   f"IPv6-only handicap: the IPv6 class capped at {cap:.0f} Mbit/s, {eff:.3f} x its A/A rate "
