@@ -3,10 +3,20 @@
 FAILs under its fault, and that a throughput gate FAILs under the IPv6-only
 throttle).  About a minute and a half on a quiet machine."""
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
+import yaml
 
 from v6gate.core.check import find
 from v6gate.core.session import Session
+from v6gate.gates.profiles import PROFILES_FILE
+from v6gate.paths import ROOT
+
+from conftest import run_dir_from
 
 SHORT = ["perf.ns_to_na_latency_within_target", "perf.ra_to_usable_slaac_address_within_target",
          "perf.ipv6_offloads_match_ipv4_offloads"]
@@ -52,3 +62,41 @@ def test_throughput_gate_does_not_fail_on_the_healthy_lab(gate_session):
     c = find(STR[0])
     ok = gate_session.run(c, c.part(STR[1]), setup="gate-healthy")
     assert ok.verdict in ("PASS", "INCONCLUSIVE"), ok.reason
+
+
+SMOKE = os.environ.get("V6GATE_GATE_SMOKE")
+
+
+@pytest.mark.skipif(not SMOKE, reason="every gate variant end to end takes about 10 minutes: set V6GATE_GATE_SMOKE=1")
+def test_every_gate_variant_runs_end_to_end(tmp_path):
+    """All 36 gate parts (the full matrix) with a tiny budget (2 pairs, 1 s
+    trials, t interval): no ERROR, every sample recorded, every MTU and
+    offload restored.  The verdicts are INCONCLUSIVE or better by design of
+    the budget; this proves the workloads, not the statistics."""
+    doc = yaml.safe_load(PROFILES_FILE.read_text())
+    doc["defaults"].update(trial_s=1.0, warmup_s=0.2, method="t",
+                           budget={"min_pairs": 2, "max_pairs": 2, "max_seconds": 60, "max_discarded": 2})
+    for g in doc["gates"].values():
+        g.pop("budget", None)
+        g.pop("trial_s", None)
+        g.pop("method", None)
+        g.pop("confidence", None)
+        for v in (g.get("variants") or {}).values():
+            if v:
+                v.pop("budget", None)
+                v.pop("trial_s", None)
+    doc["gates"]["ra_to_slaac"]["budget"] = {"min_pairs": 6, "max_pairs": 6, "max_seconds": 30, "max_discarded": 2}
+    doc["gates"]["ns_to_na"]["budget"] = {"min_pairs": 6, "max_pairs": 6, "max_seconds": 30, "max_discarded": 2}
+    doc["gates"]["dhcpv6_lease"]["budget"] = {"min_pairs": 6, "max_pairs": 6, "max_seconds": 60, "max_discarded": 2}
+    doc["gates"]["sweep"]["params"]["sizes"] = [4, 1024, 32768]
+    path = tmp_path / "smoke.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    cp = subprocess.run([sys.executable, "-m", "v6gate.cli", "run", "--area", "perf", "--profile", "full", "-n", "0"],
+                        capture_output=True, text=True, timeout=1800, cwd=ROOT,
+                        env={**os.environ, "V6GATE_GATE_PROFILES": str(path)})
+    results = json.loads((run_dir_from(cp.stdout) / "results.json").read_text())
+    bad = {f"{c['id']}#{c['part']}": c["reason"] for c in results["checks"] if c["verdict"] == "ERROR"}
+    assert not bad, bad
+    for c in results["checks"]:
+        if c["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE") and "decision" in c["measurements"]:
+            assert c["measurements"]["decision"]["trials"]

@@ -12,6 +12,7 @@ Merging: ``defaults`` <- the gate's own fields <- the variant's fields
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -235,9 +236,12 @@ _CACHE: dict[str, dict[str, GateProfile]] | None = None
 
 
 def profiles() -> dict[str, dict[str, GateProfile]]:
+    """The gate profiles in force: fixtures/gates/profiles.yaml, or the file
+    named by V6GATE_GATE_PROFILES (same gates and variants, other budgets:
+    e.g. a smoke run of every variant)."""
     global _CACHE
     if _CACHE is None:
-        _CACHE = load_profiles()
+        _CACHE = load_profiles(os.environ.get("V6GATE_GATE_PROFILES") or PROFILES_FILE)
     return _CACHE
 
 

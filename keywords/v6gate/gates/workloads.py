@@ -143,10 +143,13 @@ def qperf(bench: Bench, prof: GateProfile, family: str, size: int, *, baseline: 
     secs = max(1, round(prof.trial_s))
     argv = ["timeout", "-s", "KILL", str(secs + 8), "qperf", "-t", str(secs), "-lp", str(bench.ports["qperf"]),
             "-m", str(size), addr, test]
-    t0 = time.monotonic()
-    cp = _run(bench.client.argv(argv), secs + 15, "qperf")
-    wall = time.monotonic() - t0
-    vals = parse_qperf(cp.stdout)
+    for _attempt in range(3):  # qperf's udp_lat stops at a lost datagram: try again before calling it a result
+        t0 = time.monotonic()
+        cp = _run(bench.client.argv(argv), secs + 15, "qperf")
+        wall = time.monotonic() - t0
+        vals = parse_qperf(cp.stdout)
+        if vals.get("latency") is not None or vals.get("recv_bw", vals.get("bw")) is not None:
+            break
     raw = {"tool": "qperf", "family": family, "dst": addr, "test": test, "size": size, **vals}
     if test.endswith("_bw"):
         v = vals.get("recv_bw", vals.get("bw"))
