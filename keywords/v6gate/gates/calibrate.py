@@ -365,7 +365,8 @@ def render(doc: dict) -> str:
         "",
         f"calibration of {doc['check']} ({doc['regime']} regime), margin {doc['profile']['margin'] * 100:g}%, "
         f"IPv6-only handicap {doc['factor'] * doc['profile']['margin'] * 100:g}% "
-        f"(effective {_f(s.get('effective_handicap'))} x IPv6 throughput)",
+        f"(effective: the handicap runs' per-pair IPv6/IPv4 ratio was {_f(s.get('effective_handicap_ratio_of_ratios'))} x "
+        f"the A/A runs'; IPv6 MB/s {_f(s.get('effective_handicap'))} x)",
         f"  A/A       {aa['runs']:3} runs: PASS {aa['PASS']}  FAIL {aa['FAIL']}  INCONCLUSIVE {aa['INCONCLUSIVE']}  "
         f"ERROR {aa['ERROR']}",
         f"  handicap  {hc['runs']:3} runs: PASS {hc['PASS']}  FAIL {hc['FAIL']}  INCONCLUSIVE {hc['INCONCLUSIVE']}  "
