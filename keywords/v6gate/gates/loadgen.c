@@ -4,8 +4,9 @@
  * packaged tool measures these with a family-neutral code path (netperf is not
  * in Debian main; sockperf has no IPv6).
  *
- *   v6gate-loadgen server PORT
- *       listens on [::]:PORT (IPv4 and IPv6), one thread per connection.  Each
+ *   v6gate-loadgen server PORT [DSTOPTS]
+ *       listens on [::]:PORT (IPv4 and IPv6), one thread per connection (and, with
+ *       DSTOPTS, on [::]:PORT+1 for IPv6 with a Destination Options header).  Each
  *       connection starts with a 16-byte hello: "V6GL", request size, response
  *       size, Destination Options header length (all 32-bit, network order);
  *       then: read REQ bytes, write RESP bytes, until the client closes.
@@ -15,9 +16,10 @@
  *       response).  Prints one JSON object: transactions and bytes counted
  *       after WARMUP seconds, the measured seconds, and this process's CPU time
  *       (getrusage) for the measured window.
- *   DSTOPTS (8..256, a multiple of 8): the server sends its responses with an
- *   IPv6 Destination Options header of that many bytes (one PadN option), set
- *   with IPV6_DSTOPTS (needs CAP_NET_RAW).
+ *   DSTOPTS (8..256, a multiple of 8): the client talks to PORT+1, where the
+ *   server sends its responses with an IPv6 Destination Options header of that
+ *   many bytes (one PadN option), set with IPV6_DSTOPTS on the listening socket
+ *   (needs CAP_NET_RAW).
  *
  * Built on first use by v6gate (gates/loadgen.py) with the system C compiler.
  */
@@ -92,17 +94,7 @@ static void *serve(void *arg) {
         memcmp(hello, "V6GL", 4) != 0)
         goto done;
     size_t req = ntohl(hello[1]), resp = ntohl(hello[2]), dst = ntohl(hello[3]);
-    if (dst >= 8 && dst <= 256 && dst % 8 == 0) {
-        unsigned char opt[256];
-        memset(opt, 0, sizeof opt);
-        opt[1] = (unsigned char)(dst / 8 - 1); /* Hdr Ext Len, in 8-octet units beyond the first */
-        opt[2] = 1;                             /* PadN ... */
-        opt[3] = (unsigned char)(dst - 4);      /* ... filling the rest of the header */
-        if (setsockopt(fd, IPPROTO_IPV6, IPV6_DSTOPTS, opt, dst) < 0) {
-            perror("IPV6_DSTOPTS");
-            goto done;
-        }
-    }
+    (void)dst; /* the Destination Options header comes from the listener (see server()) */
     memset(buf, 'r', BUFSZ);
     for (;;) {
         if (read_full(fd, buf, req, BUFSZ, NULL, NULL, NULL) != 0) break;
@@ -114,21 +106,35 @@ done:
     return NULL;
 }
 
-static int server(int port) {
+static int listener(int port, size_t dstopts) {
     int s = socket(AF_INET6, SOCK_STREAM, 0), zero = 0, one = 1;
-    if (s < 0) { perror("socket"); return 1; }
-    setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    if (s < 0) { perror("socket"); return -1; }
+    setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, dstopts ? &one : &zero, sizeof zero);
     setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (dstopts) {
+        /* Set on the listener, the header is inherited by every accepted connection and counted in its
+         * MSS from the start (set on an established socket, Linux kept the old MSS: full-size segments
+         * plus the header exceeded the MTU and the stream stalled). */
+        unsigned char opt[256];
+        memset(opt, 0, sizeof opt);
+        opt[1] = (unsigned char)(dstopts / 8 - 1); /* Hdr Ext Len, in 8-octet units beyond the first */
+        opt[2] = 1;                                 /* PadN ... */
+        opt[3] = (unsigned char)(dstopts - 4);      /* ... filling the rest of the header */
+        if (setsockopt(s, IPPROTO_IPV6, IPV6_DSTOPTS, opt, dstopts) < 0) { perror("IPV6_DSTOPTS"); return -1; }
+    }
     struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = in6addr_any};
-    if (bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 1024) < 0) { perror("bind/listen"); return 1; }
-    signal(SIGPIPE, SIG_IGN);
-    fprintf(stderr, "v6gate-loadgen: listening on [::]:%d\n", port);
+    if (bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 1024) < 0) { perror("bind/listen"); return -1; }
+    return s;
+}
+
+static void *accept_loop(void *arg) {
+    int s = (int)(intptr_t)arg;
     for (;;) {
         int c = accept(s, NULL, NULL);
         if (c < 0) {
             if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) continue;
             perror("accept");
-            return 1;
+            exit(1);
         }
         pthread_t t;
         pthread_attr_t at;
@@ -138,6 +144,28 @@ static int server(int port) {
         if (pthread_create(&t, &at, serve, (void *)(intptr_t)c) != 0) close(c);
         pthread_attr_destroy(&at);
     }
+    return NULL;
+}
+
+/* PORT: IPv4 and IPv6, no extension header.  DSTOPTS > 0: also PORT+1, IPv6 only, every segment the
+ * server sends carrying a Destination Options header of DSTOPTS bytes (8..256, a multiple of 8). */
+static int server(int port, size_t dstopts) {
+    signal(SIGPIPE, SIG_IGN);
+    int plain = listener(port, 0);
+    if (plain < 0) return 1;
+    if (dstopts) {
+        if (dstopts < 8 || dstopts > 256 || dstopts % 8) { fprintf(stderr, "DSTOPTS must be 8..256, a multiple of 8\n"); return 2; }
+        int with = listener(port + 1, dstopts);
+        if (with < 0) return 1;
+        pthread_t t;
+        pthread_create(&t, NULL, accept_loop, (void *)(intptr_t)with);
+        fprintf(stderr, "v6gate-loadgen: listening on [::]:%d and, with a %zu-byte Destination Options header, [::]:%d\n",
+                port, dstopts, port + 1);
+    } else {
+        fprintf(stderr, "v6gate-loadgen: listening on [::]:%d\n", port);
+    }
+    accept_loop((void *)(intptr_t)plain);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- client */
@@ -261,6 +289,11 @@ static int client(int argc, char **argv) {
         return 2;
     }
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *ai;
+    char portbuf[16];
+    if (C.dstopts) { /* the server's Destination Options listener */
+        snprintf(portbuf, sizeof portbuf, "%d", atoi(port) + 1);
+        port = portbuf;
+    }
     int rc = getaddrinfo(host, port, &hints, &ai);
     if (rc) {
         fprintf(stderr, "v6gate-loadgen: %s: %s\n", host, gai_strerror(rc));
@@ -296,7 +329,7 @@ static int client(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 3 && strcmp(argv[1], "server") == 0) return server(atoi(argv[2]));
+    if (argc >= 3 && strcmp(argv[1], "server") == 0) return server(atoi(argv[2]), argc > 3 ? strtoul(argv[3], NULL, 10) : 0);
     if (argc >= 2 && strcmp(argv[1], "client") == 0) return client(argc, argv);
     fprintf(stderr, "usage: v6gate-loadgen server PORT | client HOST PORT MODE REQ RESP PAIRS SECONDS [WARMUP [DSTOPTS [SOCKBUF]]]\n");
     return 2;

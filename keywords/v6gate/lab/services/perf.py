@@ -57,7 +57,8 @@ class PerfPeer(Service):
 
 @service("perf-servers")
 class PerfServers(Service):
-    defaults = {"ipv4": "198.18.1.2/24", "iperf3_port": 5201, "qperf_port": 19765, "loadgen_port": 5301}
+    defaults = {"ipv4": "198.18.1.2/24", "iperf3_port": 5201, "qperf_port": 19765, "loadgen_port": 5301,
+                "loadgen_dstopts": 8}  # a second loadgen port (+1) sends with a Destination Options header
 
     def start(self) -> None:
         from ...gates.loadgen import binary
@@ -69,7 +70,7 @@ class PerfServers(Service):
         self.daemons = [
             Daemon("iperf3", ["iperf3", "-s", "-p", str(p["iperf3_port"])], self.ns, wd / "dut-iperf3.log").start(),
             Daemon("qperf", ["qperf", "--listen_port", str(p["qperf_port"])], self.ns, wd / "dut-qperf.log").start(),
-            Daemon("v6gate-loadgen", [binary(), "server", str(p["loadgen_port"])], self.ns,
+            Daemon("v6gate-loadgen", [binary(), "server", str(p["loadgen_port"]), str(p["loadgen_dstopts"])], self.ns,
                    wd / "dut-loadgen.log").start(),
         ]
         for d in self.daemons:
