@@ -187,6 +187,17 @@ class Session:
             return "needs the lab's router and services; run it against the lab"
         if c.lab_services and not self.lab:
             return f"needs the lab's {', '.join(sorted(c.lab_services))}; run it against the embedded lab"
+        if self.lab and not self.lab.external_dut:
+            topo = self.lab.topology
+            known = {s.get("id", s["name"]) for n in topo.nodes.values() for s in n.services} | {
+                s["name"] for n in topo.nodes.values() for s in n.services}
+            missing = sorted(set(c.lab_services) - known)
+            if missing:
+                return (f"the lab topology ({topo.path}) has no service {', '.join(missing)} yet; this check "
+                        "needs it")
+            if c.dut_config and c.dut_config not in self.lab.dut_node.configs:
+                return (f"the lab topology ({topo.path}) has no DUT configuration {c.dut_config!r} yet; this "
+                        "check needs it")
         return None
 
     def _prepare_lab(self, c: Check, fault_name: str | None) -> AppliedFault | None:

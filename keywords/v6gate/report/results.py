@@ -11,6 +11,7 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
@@ -128,6 +129,11 @@ def host_info() -> dict:
             "machine": platform.machine()}
 
 
+#: name -> function(results) adding a top-level part to results.json (an area's extra data, e.g. the
+#: gates' "pairings"); a part that returns None is left out.  Names must be in the schema.
+DOCUMENT_PARTS: dict[str, Callable[[list[Result]], object]] = {}
+
+
 def build_document(results: list[Result], *, run_meta: dict, baseline: str | None = None,
                    expected_keys: list[str] | None = None) -> dict:
     order = {"check": 0, "gate": 1}
@@ -138,12 +144,17 @@ def build_document(results: list[Result], *, run_meta: dict, baseline: str | Non
         d = r.as_dict()
         d["baseline_failure"] = r.verdict == "FAIL" and not r.waived and r.key in known
         checks.append(d)
-    return {
+    doc = {
         "schema": "v6gate/results/1",
         "run": {**run_meta, "baseline": baseline},
         "summary": summarize(results, baseline=baseline, expected_keys=expected_keys),
         "checks": checks,
     }
+    for name, part in DOCUMENT_PARTS.items():
+        value = part(results)
+        if value is not None:
+            doc[name] = value
+    return doc
 
 
 def validate(doc: dict) -> None:

@@ -43,6 +43,9 @@ def read_session_infos(run_dir: Path) -> list[dict]:
 def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str | None = None,
                  command: str = "", baseline: str | None = None, expected_keys: list[str] | None = None,
                  phases: list[dict] | None = None, t0: float | None = None) -> tuple[dict, dict]:
+    from ..core.check import load_all
+
+    load_all()  # areas register their report renderers, sections and document parts on import
     run_dir = Path(run_dir)
     results = load_records(run_dir, phases=("checks", "gates"))
     infos = read_session_infos(run_dir)

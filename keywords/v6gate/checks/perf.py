@@ -1,0 +1,207 @@
+"""Performance gates (kind "gate"): is IPv6 at least as good as IPv4 (or
+offload on as good as off, or a stream with an extension header as good as
+without) within a margin, judged with paired interleaved trials and a
+confidence interval; and control-plane times against stated targets.
+
+The workloads, margins and budgets are data (fixtures/gates/profiles.yaml,
+one check part per variant); the engine is keywords/v6gate/gates/; the
+pairing of every conformance area with its gates is
+fixtures/gates/pairings.yaml.  Run in `v6gate run`'s serial "gates" phase
+(suites/performance/test_perf.py).
+"""
+
+from ..core.check import Part, check
+from ..gates import report as _report  # noqa: F401  (registers the gates in the report)
+from ..gates.profiles import profiles
+from ..gates.run import run_gate
+
+
+def _parts(gate: str) -> list[Part]:
+    """One part per variant of the gate's profile, its run profile from the data."""
+    out = []
+    for label, prof in profiles()[gate].items():
+        if label == "-":
+            return [Part(None, profile=prof.profile, variant=None)]
+        out.append(Part(label, _label_title(label), profile=prof.profile, variant=label))
+    return out
+
+
+def _label_title(label: str) -> str:
+    """'10x9000' -> '10 pairs, MTU 9000'; other labels as they are."""
+    pairs, x, mtu = label.partition("x")
+    if x and pairs.isdigit() and mtu.isdigit():
+        return f"{pairs} pair{'s' if pairs != '1' else ''}, MTU {mtu}"
+    return label.replace("_", " ")
+
+
+GATE = dict(area="perf", kind="gate", ipv6ready=None, capabilities=["Core"], liveness="ns", scope="both")
+FAMILY = dict(**GATE, needs=[], lab_services=["perf-peer"], dut_config="perf")
+
+
+@check(
+    title="Streaming (STR): IPv6 throughput not below IPv4",
+    rfc="RFC 8200 §1 (IPv6 as a successor of IPv4: IPv6-only readiness, non-inferiority)",
+    expect="IPv6/IPv4 ratio of STR throughput (and CPU per MB) within the margin",
+    fault="dut_ipv6_path_throttled",
+    parts=_parts("str"),
+    **FAMILY,
+)
+def ipv6_streaming_is_not_slower_than_ipv4(t):
+    """z/VM study STR: 20 bytes out, 20 MB back, 1..50 client/server pairs,
+    MTU 1500 and 9000.  An IPv6-only network must carry bulk transfers as
+    well as IPv4 did: IPv6 throughput at least (1 - margin) x IPv4."""
+    return run_gate(t, "str")
+
+
+@check(
+    title="Request/response (RR): IPv6 transactions not below IPv4",
+    rfc="RFC 8200 §1 (IPv6-only readiness, non-inferiority)",
+    expect="IPv6/IPv4 ratio of RR transactions/s (and CPU per transaction) within the margin",
+    fault="dut_ipv6_path_throttled",
+    parts=_parts("rr"),
+    **FAMILY,
+)
+def ipv6_request_response_is_not_slower_than_ipv4(t):
+    """z/VM study RR: 200-byte request, 1000-byte response on a persistent
+    connection per pair; the per-packet cost of IPv6 must not lower the
+    transaction rate beyond the margin."""
+    return run_gate(t, "rr")
+
+
+@check(
+    title="Connect/request/response (CRR): IPv6 transactions not below IPv4",
+    rfc="RFC 8200 §1; RFC 4861 §7.3 (neighbor reuse across connections)",
+    expect="IPv6/IPv4 ratio of CRR transactions/s (and CPU per transaction) within the margin",
+    fault="dut_ipv6_path_throttled",
+    parts=_parts("crr"),
+    **FAMILY,
+)
+def ipv6_connect_request_response_is_not_slower_than_ipv4(t):
+    """z/VM study CRR: a new TCP connection per transaction (64-byte
+    request, 8 KB response); handshakes and teardown over IPv6 must cost no
+    more than over IPv4."""
+    return run_gate(t, "crr")
+
+
+@check(
+    title="TCP stream, 16 KB messages, 256 KB buffers, 2 connections: IPv6 within 2.5 % of IPv4",
+    rfc="RFC 8200 §1 (IPv6-only readiness, non-inferiority)",
+    expect="IPv6/IPv4 iperf3 throughput ratio at least 0.975",
+    fault="dut_ipv6_path_throttled",
+    parts=_parts("stream_16k"),
+    **FAMILY,
+)
+def ipv6_tcp_stream_16k_is_within_2_5_percent_of_ipv4(t):
+    """vSphere study: two TCP connections with 16 KB messages and 256 KB
+    socket buffers; IPv6 throughput within 2.5 % of IPv4."""
+    return run_gate(t, "stream_16k")
+
+
+@check(
+    title="Payload-size sweep: IPv6 throughput and half-RTT latency vs IPv4",
+    rfc="RFC 8200 §5 (packet size), §4.5 (fragmentation above the MTU for UDP)",
+    expect="at every payload size 4..32768 bytes, IPv6 within the margin of IPv4",
+    fault="dut_ipv6_path_throttled",
+    parts=_parts("sweep"),
+    **FAMILY,
+)
+def ipv6_payload_sweep_is_not_slower_than_ipv4(t):
+    """10 GbE vs IPoIB study: UDP and TCP throughput and half round-trip
+    latency for payloads 4..32768 bytes in powers of two (qperf), one
+    paired comparison per size, a curve per metric."""
+    return run_gate(t, "sweep")
+
+
+@check(
+    title="Offload on is not worse than offload off",
+    rfc="RFC 8200 §8.1 (upper-layer checksums, offloaded or not); RFC 6936",
+    expect="with TSO/GSO/GRO and checksum offload on, throughput at least (1 - margin) x off and CPU per MB at "
+           "most (1 + margin) x off, in each family",
+    fault="dut_large_segments_slowed",
+    parts=_parts("offload"),
+    **FAMILY,
+)
+def offload_on_is_not_slower_than_offload_off(t):
+    """Dell/Broadcom and FreeBSD studies: offloads exist to save CPU per
+    byte; in each family, the stack with its offloads on must not be slower
+    or costlier than with them off."""
+    return run_gate(t, "offload")
+
+
+@check(
+    title="IPv6 offloads match IPv4 offloads (ethtool -k)",
+    rfc="RFC 8200 §8.1 (IPv6 upper-layer checksums); IPv6-only readiness",
+    expect="every offload on for IPv4 has its IPv6 twin on",
+    fault="dut_ipv6_tso_off",
+    parts=_parts("offload_parity"),
+    **FAMILY,
+)
+def ipv6_offloads_match_ipv4_offloads(t):
+    """The Dell/Broadcom study found IPv6 offloads missing where IPv4 had
+    them: a NIC (or driver) that segments or checksums IPv4 in hardware
+    should do the same for IPv6."""
+    return run_gate(t, "offload_parity")
+
+
+@check(
+    title="A Destination Options header costs no more than the margin",
+    rfc="RFC 8200 §4.6 (Destination Options header), §4 (extension headers processed at the destination)",
+    expect="stream throughput with an 8-byte Destination Options header at least (1 - margin) x without",
+    fault="dut_slows_destination_options",
+    parts=_parts("dstopts"),
+    **FAMILY,
+)
+def destination_options_header_costs_within_margin(t):
+    """Extension-header cost: the same IPv6 stream with and without a
+    Destination Options header (one PadN option) on every data packet; a
+    destination must process it (RFC 8200 §4) without falling off its fast
+    path by more than the margin."""
+    return run_gate(t, "dstopts")
+
+
+@check(
+    title="RA to a usable SLAAC address within the target",
+    rfc="RFC 4862 §5.5.3, §5.4 (address formation and DAD); RFC 4861 §10 (RetransTimer)",
+    expect="median time from a Router Advertisement with a new prefix to an answer from the new address "
+           "within the target",
+    fault="dut_slow_dad",
+    parts=_parts("ra_to_slaac"),
+    **{**GATE, "capabilities": ["Core", "SLAAC"]},
+)
+def ra_to_usable_slaac_address_within_target(t):
+    """A host forms an address from an autonomous prefix as soon as the RA
+    arrives (RFC 4862 §5.5.3) and may use it once DAD has completed (§5.4):
+    DupAddrDetectTransmits x RetransTimer after the probe."""
+    return run_gate(t, "ra_to_slaac")
+
+
+@check(
+    title="Link-up to DHCPv6 lease within the target",
+    rfc="RFC 8415 §18.2.1 (Solicit at start-up), §15 (SOL_MAX_DELAY)",
+    expect="median time from the DUT's link-up to holding a DHCPv6-leased address within the target",
+    fault="dut_dhcpv6_client_blocked",
+    parts=_parts("dhcpv6_lease"),
+    **{**GATE, "needs": ["reset"], "lab_services": ["kea-dhcp6"], "dut_config": "dhcp6-client",
+       "capabilities": ["Core", "DHCPv6-Client"]},
+)
+def link_up_to_dhcpv6_lease_within_target(t):
+    """A DHCPv6 client starts with a Solicit after a random delay of at most
+    SOL_MAX_DELAY (1 s) and holds its address after the Reply (RFC 8415
+    §18.2.1): a few seconds at most on a quiet link."""
+    return run_gate(t, "dhcpv6_lease")
+
+
+@check(
+    title="NS to NA latency within the target",
+    rfc="RFC 4861 §7.2.4 (sending solicited Neighbor Advertisements), §10 (RetransTimer)",
+    expect="median time from a Neighbor Solicitation to the DUT's solicited Neighbor Advertisement within the "
+           "target",
+    fault="dut_answers_ns_late",
+    parts=_parts("ns_to_na"),
+    **GATE,
+)
+def ns_to_na_latency_within_target(t):
+    """A node answers a valid NS for its address with a solicited NA
+    (RFC 4861 §7.2.4); late answers make neighbours retransmit after
+    RetransTimer and stall every new flow."""
+    return run_gate(t, "ns_to_na")

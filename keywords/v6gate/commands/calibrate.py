@@ -1,0 +1,42 @@
+"""``v6gate calibrate``: prove the STR gate on the lab (A/A vs an IPv6-only
+handicap of 2x the margin) and write the figures to reports/calibration/."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import UsageError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "calibrate", help="run the STR gate repeatedly on the lab, A/A and with an IPv6-only handicap; write "
+                          "false-FAIL / detection / INCONCLUSIVE rates and seconds per decision")
+    p.add_argument("--runs", type=int, default=20, help="runs of each setup (default 20: the targets are 'in 20')")
+    p.add_argument("--factor", type=float, default=2.0, help="handicap as a multiple of the margin (default 2)")
+    p.add_argument("--variant", default="1x1500", help="STR variant (fixtures/gates/profiles.yaml; default 1x1500)")
+    p.add_argument("--regime", choices=["cpu", "shaped"], default="cpu",
+                   help="cpu: the veth as it is (CPU-bound, noisy); shaped: both families shaped below it")
+    p.add_argument("--out", help="directory for the JSON figures (default reports/calibration)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..gates.calibrate import calibrate, main_out
+    from ..lab import registry
+
+    if os.geteuid() != 0:
+        raise UsageError("calibration builds the embedded lab: run as root")
+    if args.runs < 1 or args.runs > 1000:
+        raise UsageError(f"--runs {args.runs}: use 1..1000")
+    if not 0 < args.factor < 10:
+        raise UsageError(f"--factor {args.factor}: use a number between 0 and 10")
+    from ..core.session import install_signal_handlers
+
+    install_signal_handlers()  # SIGTERM tears the lab down like Ctrl-C
+    registry.cleanup(stale_only=True)
+    doc, path = calibrate(runs=args.runs, factor=args.factor, variant=args.variant, regime=args.regime,
+                          out_dir=Path(args.out) if args.out else None)
+    main_out(doc, path)
+    return 0

@@ -1,0 +1,406 @@
+"""The gate engine: paired, interleaved trials with an adaptive stop.
+
+Paired comparison (``PairedComparison``): trials run in pairs, one of each
+arm (baseline A: IPv4, offload off, no extension header; candidate B: IPv6,
+offload on, with the header), the order inside each pair drawn at random, so
+slow drifts of a shared machine hit both arms alike.  Each pair gives one
+ratio B/A per metric; the interval on the ratio (stats.py, method named in
+the gate's profile) decides, after every pair once ``min_pairs`` are in:
+
+* higher is better (throughput, transactions/s), margin m:
+  PASS when the interval's low end >= 1 - m (non-inferiority: B faster is fine),
+  FAIL when its high end < 1 - m;
+* lower is better (latency, CPU per unit): the direction flips,
+  PASS when the high end <= 1 + m, FAIL when the low end > 1 + m;
+* INCONCLUSIVE when the budget (pairs, seconds) runs out in between.
+
+The gate stops at the first FAIL of any judged metric, or when every judged
+metric PASSes.  A trial whose steal (or a pair whose foreign CPU load is
+lopsided between its two trials) passes the profile's thresholds is
+discarded with its pair and repeated; the count is reported.
+
+One-sample gate (``TargetComparison``): a time (RA to usable address, NS to
+NA, ...) against a stated target, judged on a quantile's distribution-free
+interval the same way (lower is better).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import disturbance as D
+from . import stats
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    higher_is_better: bool
+    margin: float = 0.03
+    target: float | None = None  # one-sample gates: the stated target (same unit)
+    quantile: float = 0.5  # one-sample gates: which quantile is judged
+
+    @property
+    def threshold(self) -> float:
+        if self.target is not None:
+            return self.target
+        return 1 - self.margin if self.higher_is_better else 1 + self.margin
+
+    def describe_threshold(self, arms: tuple[str, ...] = ()) -> str:
+        if self.target is not None:
+            q = "median" if self.quantile == 0.5 else f"p{round(self.quantile * 100)}"
+            return f"{q} {'>=' if self.higher_is_better else '<='} {self.target:g} {self.unit}"
+        b, a = (arms[1], arms[0]) if len(arms) >= 2 else ("B", "A")
+        op = ">=" if self.higher_is_better else "<="
+        return f"{b}/{a} {self.name} ratio {op} {self.threshold:.3f} (margin {self.margin * 100:g}%)"
+
+
+@dataclass(frozen=True)
+class Budget:
+    min_pairs: int = 6
+    max_pairs: int = 30
+    max_seconds: float = 120.0
+    max_discarded: int = 20
+
+
+@dataclass(frozen=True)
+class DisturbancePolicy:
+    max_steal_fraction: float = 0.10  # of the machine's capacity during one trial (a burst)
+    max_steal_gap: float = 0.03  # |steal_A - steal_B| of a pair (steal that hit one arm only)
+    max_foreign_gap: float = 0.35  # |foreign_A - foreign_B| of a pair, as a share of capacity
+    enabled: bool = True
+
+    def verdict(self, trials: list[Trial]) -> str | None:
+        """Why this pair (or single trial) must be discarded, or None."""
+        if not self.enabled:
+            return None
+        ds = [t.disturbance for t in trials if t.disturbance is not None]
+        for t in trials:
+            if t.disturbance and t.disturbance.steal_fraction > self.max_steal_fraction:
+                return (f"steal {t.disturbance.steal_fraction * 100:.1f}% of capacity in the {t.arm} trial "
+                        f"(limit {self.max_steal_fraction * 100:g}%)")
+        if len(ds) == 2 and abs(ds[0].steal_fraction - ds[1].steal_fraction) > self.max_steal_gap:
+            return (f"steal {ds[0].steal_fraction * 100:.1f}% vs {ds[1].steal_fraction * 100:.1f}% of capacity in "
+                    f"the two trials (gap limit {self.max_steal_gap * 100:g}%)")
+        if len(ds) == 2 and abs(ds[0].foreign_fraction - ds[1].foreign_fraction) > self.max_foreign_gap:
+            return (f"other load {ds[0].foreign_fraction * 100:.0f}% vs {ds[1].foreign_fraction * 100:.0f}% of "
+                    f"capacity in the two trials (gap limit {self.max_foreign_gap * 100:g}%)")
+        return None
+
+
+@dataclass
+class Measure:
+    """What one workload trial returns."""
+
+    values: dict[str, float]
+    traffic_s: float
+    workload_cpu_s: float = 0.0
+    raw: dict = field(default_factory=dict)
+
+
+@dataclass
+class Trial:
+    arm: str
+    pair: int
+    position: int
+    values: dict[str, float]
+    traffic_s: float
+    disturbance: D.Disturbance | None
+    raw: dict
+    discarded: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"arm": self.arm, "pair": self.pair, "position": self.position,
+                "values": {k: _r(v) for k, v in self.values.items()}, "traffic_s": round(self.traffic_s, 3),
+                "disturbance": self.disturbance.as_dict() if self.disturbance else None,
+                "discarded": self.discarded, "raw": self.raw}
+
+
+@dataclass
+class MetricState:
+    metric: Metric
+    interval: stats.Interval | None = None
+    status: str | None = None  # PASS / FAIL / None
+
+    def as_dict(self, arms=()) -> dict:
+        iv = self.interval
+        out = {"unit": self.metric.unit, "higher_is_better": self.metric.higher_is_better,
+               "margin": self.metric.margin, "threshold": self.metric.threshold, "target": self.metric.target,
+               "rule": self.metric.describe_threshold(tuple(arms)), "status": self.status or "undecided"}
+        if iv is not None:
+            out["interval"] = {k: _r(v) for k, v in iv.as_dict().items()}
+            if self.metric.target is None:
+                out["delta_pct"] = {"estimate": _pct(iv.estimate), "low": _pct(iv.low), "high": _pct(iv.high)}
+        return out
+
+
+@dataclass
+class GateDecision:
+    verdict: str  # PASS / FAIL / INCONCLUSIVE
+    why: str
+    metrics: dict[str, MetricState]
+    trials: list[Trial]
+    arms: tuple[str, ...]
+    kept_pairs: int
+    discarded: int
+    traffic_s: float
+    wall_s: float
+    stop: str
+    method: str
+    confidence: float
+
+    def as_dict(self) -> dict:
+        return {
+            "verdict": self.verdict, "stop": self.stop, "arms": list(self.arms), "method": self.method,
+            "confidence": self.confidence, "kept": self.kept_pairs, "discarded": self.discarded,
+            "traffic_s": round(self.traffic_s, 2), "wall_s": round(self.wall_s, 2),
+            "metrics": {k: m.as_dict(self.arms) for k, m in self.metrics.items()},
+            "trials": [t.as_dict() for t in self.trials],
+        }
+
+    def summary(self) -> str:
+        parts = []
+        for name, st in self.metrics.items():
+            iv = st.interval
+            if iv is None:
+                parts.append(f"{name}: no interval")
+                continue
+            m = st.metric
+            if m.target is None:
+                parts.append(f"{self.arms[1]}/{self.arms[0]} {name} ratio {iv.estimate:.3f} "
+                             f"[{_fmt(iv.low)}, {_fmt(iv.high)}] (delta {_pct(iv.estimate):+.1f}% "
+                             f"[{_pct_s(iv.low)}, {_pct_s(iv.high)}]) vs {'>=' if m.higher_is_better else '<='} "
+                             f"{m.threshold:.3f}: {st.status or 'undecided'}")
+            else:
+                q = "median" if m.quantile == 0.5 else f"p{round(m.quantile * 100)}"
+                parts.append(f"{name} {q} {iv.estimate:.4g} {m.unit} [{_fmt(iv.low)}, "
+                             f"{_fmt(iv.high)}] vs target {'>=' if m.higher_is_better else '<='} {m.target:g} "
+                             f"{m.unit}: {st.status or 'undecided'}")
+        unit = "pairs" if len(self.arms) == 2 else "trials"
+        return (f"{'; '.join(parts)}; {self.kept_pairs} {unit} kept, {self.discarded} discarded as disturbed, "
+                f"{self.traffic_s:.1f} s of traffic ({self.confidence * 100:g}% {self.method} interval; "
+                f"stopped: {self.stop})")
+
+
+def _r(v):
+    if isinstance(v, float):
+        if math.isinf(v) or math.isnan(v):
+            return None
+        return round(v, 6)
+    return v
+
+
+def _pct(x: float) -> float | None:
+    if x is None or math.isnan(x) or math.isinf(x):
+        return None
+    return round((x - 1) * 100, 3)
+
+
+def _pct_s(x: float) -> str:
+    p = _pct(x)
+    return "unbounded" if p is None else f"{p:+.1f}%"
+
+
+def _fmt(x: float) -> str:
+    return "unbounded" if math.isinf(x) or math.isnan(x) else f"{x:.3f}"
+
+
+Monitor = Callable[[], D.CpuSnapshot]
+
+
+class PairedComparison:
+    def __init__(self, *, arms: tuple[str, str], metrics: list[Metric], measure: Callable[[str], Measure],
+                 budget: Budget = Budget(), policy: DisturbancePolicy = DisturbancePolicy(),
+                 method: str = "wilcoxon", confidence: float = 0.95, rng: random.Random | None = None,
+                 monitor: Monitor = D.snapshot, clock: Callable[[], float] = time.monotonic,
+                 on_trial: Callable[[Trial], None] | None = None, should_stop: Callable[[], str | None] | None = None):
+        if len(arms) != 2:
+            raise ValueError("a paired comparison has exactly two arms (baseline, candidate)")
+        if method not in stats.METHODS:
+            raise ValueError(f"unknown interval method {method!r}; use one of {stats.METHODS}")
+        self.arms = tuple(arms)
+        self.metrics = metrics
+        self.measure = measure
+        self.budget = budget
+        self.policy = policy
+        self.method = method
+        self.confidence = confidence
+        self.rng = rng or random.Random()
+        self.monitor = monitor
+        self.clock = clock
+        self.on_trial = on_trial
+        self.should_stop = should_stop
+
+    def _trial(self, arm: str, pair: int, position: int) -> Trial:
+        a = self.monitor()
+        m = self.measure(arm)
+        b = self.monitor()
+        dist = D.between(a, b, m.workload_cpu_s)
+        t = Trial(arm, pair, position, dict(m.values), m.traffic_s, dist, dict(m.raw))
+        return t
+
+    def log_ratios(self, kept: list[tuple[Trial, Trial]], metric: str) -> list[float]:
+        out = []
+        for a, b in kept:
+            va, vb = a.values.get(metric), b.values.get(metric)
+            if va and vb and va > 0 and vb > 0:
+                out.append(math.log(vb / va))
+        return out
+
+    def evaluate(self, kept: list[tuple[Trial, Trial]]) -> dict[str, MetricState]:
+        states = {}
+        for m in self.metrics:
+            d = self.log_ratios(kept, m.name)
+            iv = stats.ratio_interval(d, self.method, self.confidence) if d else None
+            status = None
+            if iv is not None and len(d) >= self.budget.min_pairs:
+                status = stats.decide(iv.low, iv.high, m.threshold, m.higher_is_better)
+            states[m.name] = MetricState(m, iv, status)
+        return states
+
+    def run(self) -> GateDecision:
+        t0 = self.clock()
+        trials: list[Trial] = []
+        kept: list[tuple[Trial, Trial]] = []
+        discarded = 0
+        traffic = 0.0
+        pair = 0
+        stop = ""
+        states = self.evaluate(kept)
+        while True:
+            if len(kept) >= self.budget.max_pairs:
+                stop = f"pair budget ({self.budget.max_pairs}) spent"
+                break
+            if self.clock() - t0 >= self.budget.max_seconds:
+                stop = f"time budget ({self.budget.max_seconds:g} s) spent"
+                break
+            if discarded > self.budget.max_discarded:
+                stop = f"more than {self.budget.max_discarded} pairs discarded as disturbed"
+                break
+            if self.should_stop and (why := self.should_stop()):
+                stop = why
+                break
+            order = list(self.arms)
+            if self.rng.random() < 0.5:
+                order.reverse()
+            done = [self._trial(arm, pair, pos) for pos, arm in enumerate(order)]
+            for t in done:
+                traffic += t.traffic_s
+                trials.append(t)
+            why = self.policy.verdict(done)
+            if why:
+                for t in done:
+                    t.discarded = why
+                discarded += 1
+            else:
+                by_arm = {t.arm: t for t in done}
+                kept.append((by_arm[self.arms[0]], by_arm[self.arms[1]]))
+            for t in done:
+                if self.on_trial:
+                    self.on_trial(t)
+            pair += 1
+            if why:
+                continue
+            states = self.evaluate(kept)
+            st = [s.status for s in states.values()]
+            if "FAIL" in st:
+                failing = [k for k, s in states.items() if s.status == "FAIL"]
+                stop = f"{', '.join(failing)} decided FAIL after {len(kept)} pairs"
+                break
+            if st and all(s == "PASS" for s in st):
+                stop = f"every metric decided PASS after {len(kept)} pairs"
+                break
+        states = self.evaluate(kept)
+        st = [s.status for s in states.values()]
+        verdict = "FAIL" if "FAIL" in st else "PASS" if st and all(s == "PASS" for s in st) else "INCONCLUSIVE"
+        dec = GateDecision(verdict, "", states, trials, self.arms, len(kept), discarded, traffic,
+                           self.clock() - t0, stop, self.method, self.confidence)
+        dec.why = dec.summary()
+        return dec
+
+
+class TargetComparison:
+    """One arm, each trial one sample; the metric's quantile interval against its target."""
+
+    def __init__(self, *, arm: str, metrics: list[Metric], measure: Callable[[str], Measure],
+                 budget: Budget = Budget(), policy: DisturbancePolicy = DisturbancePolicy(),
+                 confidence: float = 0.95, monitor: Monitor = D.snapshot,
+                 clock: Callable[[], float] = time.monotonic, on_trial: Callable[[Trial], None] | None = None):
+        for m in metrics:
+            if m.target is None:
+                raise ValueError(f"metric {m.name}: a target comparison needs a target")
+        self.arm = arm
+        self.metrics = metrics
+        self.measure = measure
+        self.budget = budget
+        self.policy = policy
+        self.confidence = confidence
+        self.monitor = monitor
+        self.clock = clock
+        self.on_trial = on_trial
+
+    def evaluate(self, kept: list[Trial]) -> dict[str, MetricState]:
+        states = {}
+        for m in self.metrics:
+            xs = [t.values[m.name] for t in kept if m.name in t.values and t.values[m.name] is not None]
+            iv = stats.quantile_interval(xs, m.quantile, self.confidence) if xs else None
+            status = None
+            if iv is not None and len(xs) >= self.budget.min_pairs:
+                status = stats.decide(iv.low, iv.high, m.target, m.higher_is_better)
+            states[m.name] = MetricState(m, iv, status)
+        return states
+
+    def run(self) -> GateDecision:
+        t0 = self.clock()
+        trials: list[Trial] = []
+        kept: list[Trial] = []
+        discarded = 0
+        traffic = 0.0
+        stop = ""
+        i = 0
+        while True:
+            if len(kept) >= self.budget.max_pairs:
+                stop = f"trial budget ({self.budget.max_pairs}) spent"
+                break
+            if self.clock() - t0 >= self.budget.max_seconds:
+                stop = f"time budget ({self.budget.max_seconds:g} s) spent"
+                break
+            if discarded > self.budget.max_discarded:
+                stop = f"more than {self.budget.max_discarded} trials discarded as disturbed"
+                break
+            a = self.monitor()
+            m = self.measure(self.arm)
+            b = self.monitor()
+            t = Trial(self.arm, i, 0, dict(m.values), m.traffic_s, D.between(a, b, m.workload_cpu_s), dict(m.raw))
+            i += 1
+            trials.append(t)
+            traffic += t.traffic_s
+            why = self.policy.verdict([t])
+            if why:
+                t.discarded = why
+                discarded += 1
+            else:
+                kept.append(t)
+            if self.on_trial:
+                self.on_trial(t)
+            if why:
+                continue
+            st = [s.status for s in self.evaluate(kept).values()]
+            if "FAIL" in st:
+                stop = f"decided FAIL after {len(kept)} trials"
+                break
+            if st and all(s == "PASS" for s in st):
+                stop = f"decided PASS after {len(kept)} trials"
+                break
+        states = self.evaluate(kept)
+        st = [s.status for s in states.values()]
+        verdict = "FAIL" if "FAIL" in st else "PASS" if st and all(s == "PASS" for s in st) else "INCONCLUSIVE"
+        dec = GateDecision(verdict, "", states, trials, (self.arm,), len(kept), discarded, traffic,
+                           self.clock() - t0, stop, "order statistics", self.confidence)
+        dec.why = dec.summary()
+        return dec

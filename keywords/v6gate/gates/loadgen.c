@@ -1,0 +1,336 @@
+/* v6gate-loadgen: request/response, connect/request/response and streaming
+ * transactions over TCP with N concurrent client/server pairs, for the
+ * performance gates (the z/VM study's RR, CRR and STR workloads).  No common
+ * packaged tool measures these with a family-neutral code path (netperf is not
+ * in Debian main; sockperf has no IPv6).
+ *
+ *   v6gate-loadgen server PORT [DSTOPTS]
+ *       listens on [::]:PORT (IPv4 and IPv6), one thread per connection (and, with
+ *       DSTOPTS, on [::]:PORT+1 for IPv6 with a Destination Options header).  Each
+ *       connection starts with a 16-byte hello: "V6GL", request size, response
+ *       size, Destination Options header length (all 32-bit, network order);
+ *       then: read REQ bytes, write RESP bytes, until the client closes.
+ *   v6gate-loadgen client HOST PORT MODE REQ RESP PAIRS SECONDS [WARMUP [DSTOPTS [SOCKBUF]]]
+ *       MODE rr (one connection per pair, back-to-back transactions), crr (a
+ *       new connection per transaction), str (as rr: a small request, a large
+ *       response).  Prints one JSON object: transactions and bytes counted
+ *       after WARMUP seconds, the measured seconds, and this process's CPU time
+ *       (getrusage) for the measured window.
+ *   DSTOPTS (8..256, a multiple of 8): the client talks to PORT+1, where the
+ *   server sends its responses with an IPv6 Destination Options header of that
+ *   many bytes (one PadN option), set with IPV6_DSTOPTS on the listening socket
+ *   (needs CAP_NET_RAW).
+ *
+ * Built on first use by v6gate (gates/loadgen.py) with the system C compiler.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Returns 0 when n bytes arrived, -1 on error or EOF, 1 when *deadline passed first (a slow
+ * response is cut at the end of the trial; its bytes so far are counted). */
+static int read_full(int fd, char *buf, size_t n, size_t bufsz, unsigned long long *counter, const double *start,
+                     const double *deadline) {
+    size_t got = 0;
+    while (got < n) {
+        if (deadline && now() >= *deadline) return 1;
+        size_t want = n - got < bufsz ? n - got : bufsz;
+        ssize_t r = recv(fd, buf, want, 0);
+        if (r == 0) return -1;
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        got += r;
+        if (counter && now() >= *start) __atomic_add_fetch(counter, (unsigned long long)r, __ATOMIC_RELAXED);
+    }
+    return 0;
+}
+
+static int write_full(int fd, const char *buf, size_t n, size_t bufsz) {
+    size_t sent = 0;
+    while (sent < n) {
+        size_t want = n - sent < bufsz ? n - sent : bufsz;
+        ssize_t w = send(fd, buf, want, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        sent += w;
+    }
+    return 0;
+}
+
+#define BUFSZ (256 * 1024)
+
+/* ---------------------------------------------------------------- server */
+static void *serve(void *arg) {
+    int fd = (int)(intptr_t)arg;
+    uint32_t hello[4];
+    char *buf = malloc(BUFSZ);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!buf || read_full(fd, (char *)hello, sizeof hello, sizeof hello, NULL, NULL, NULL) < 0 ||
+        memcmp(hello, "V6GL", 4) != 0)
+        goto done;
+    size_t req = ntohl(hello[1]), resp = ntohl(hello[2]), dst = ntohl(hello[3]);
+    (void)dst; /* the Destination Options header comes from the listener (see server()) */
+    memset(buf, 'r', BUFSZ);
+    for (;;) {
+        if (read_full(fd, buf, req, BUFSZ, NULL, NULL, NULL) != 0) break;
+        if (write_full(fd, buf, resp, BUFSZ) < 0) break;
+    }
+done:
+    free(buf);
+    close(fd);
+    return NULL;
+}
+
+static int listener(int port, size_t dstopts) {
+    int s = socket(AF_INET6, SOCK_STREAM, 0), zero = 0, one = 1;
+    if (s < 0) { perror("socket"); return -1; }
+    setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, dstopts ? &one : &zero, sizeof zero);
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (dstopts) {
+        /* Set on the listener, the header is inherited by every accepted connection and counted in its
+         * MSS from the start (set on an established socket, Linux kept the old MSS: full-size segments
+         * plus the header exceeded the MTU and the stream stalled). */
+        unsigned char opt[256];
+        memset(opt, 0, sizeof opt);
+        opt[1] = (unsigned char)(dstopts / 8 - 1); /* Hdr Ext Len, in 8-octet units beyond the first */
+        opt[2] = 1;                                 /* PadN ... */
+        opt[3] = (unsigned char)(dstopts - 4);      /* ... filling the rest of the header */
+        if (setsockopt(s, IPPROTO_IPV6, IPV6_DSTOPTS, opt, dstopts) < 0) { perror("IPV6_DSTOPTS"); return -1; }
+    }
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = in6addr_any};
+    if (bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 1024) < 0) { perror("bind/listen"); return -1; }
+    return s;
+}
+
+static void *accept_loop(void *arg) {
+    int s = (int)(intptr_t)arg;
+    for (;;) {
+        int c = accept(s, NULL, NULL);
+        if (c < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) continue;
+            perror("accept");
+            exit(1);
+        }
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&at, 256 * 1024);
+        if (pthread_create(&t, &at, serve, (void *)(intptr_t)c) != 0) close(c);
+        pthread_attr_destroy(&at);
+    }
+    return NULL;
+}
+
+/* PORT: IPv4 and IPv6, no extension header.  DSTOPTS > 0: also PORT+1, IPv6 only, every segment the
+ * server sends carrying a Destination Options header of DSTOPTS bytes (8..256, a multiple of 8). */
+static int server(int port, size_t dstopts) {
+    signal(SIGPIPE, SIG_IGN);
+    int plain = listener(port, 0);
+    if (plain < 0) return 1;
+    if (dstopts) {
+        if (dstopts < 8 || dstopts > 256 || dstopts % 8) { fprintf(stderr, "DSTOPTS must be 8..256, a multiple of 8\n"); return 2; }
+        int with = listener(port + 1, dstopts);
+        if (with < 0) return 1;
+        pthread_t t;
+        pthread_create(&t, NULL, accept_loop, (void *)(intptr_t)with);
+        fprintf(stderr, "v6gate-loadgen: listening on [::]:%d and, with a %zu-byte Destination Options header, [::]:%d\n",
+                port, dstopts, port + 1);
+    } else {
+        fprintf(stderr, "v6gate-loadgen: listening on [::]:%d\n", port);
+    }
+    accept_loop((void *)(intptr_t)plain);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- client */
+static struct {
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    int crr;
+    size_t req, resp, dstopts, sockbuf;
+    double start, end;
+    unsigned long long transactions, bytes_rx, bytes_tx, errors, connects;
+    double lat_sum;
+    unsigned long long lat_n;
+    pthread_mutex_t mu;
+} C;
+
+static int dial(void) {
+    int fd = socket(C.addr.ss_family, SOCK_STREAM, 0), one = 1;
+    if (fd < 0) return -1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {.tv_sec = 2, .tv_usec = 0}; /* a stalled transfer ends the trial, not the gate */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (C.sockbuf) {
+        int b = (int)C.sockbuf;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof b);
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof b);
+    }
+    if (connect(fd, (struct sockaddr *)&C.addr, C.addrlen) < 0) {
+        close(fd);
+        return -1;
+    }
+    uint32_t hello[4];
+    memcpy(hello, "V6GL", 4);
+    hello[1] = htonl((uint32_t)C.req);
+    hello[2] = htonl((uint32_t)C.resp);
+    hello[3] = htonl((uint32_t)C.dstopts);
+    if (write_full(fd, (char *)hello, sizeof hello, sizeof hello) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void *client_pair(void *unused) {
+    (void)unused;
+    char *buf = malloc(BUFSZ);
+    memset(buf, 'q', BUFSZ);
+    unsigned long long tx = 0, rx = 0, n = 0, errs = 0, lat_n = 0;
+    double lat_sum = 0;
+    int fd = -1;
+    while (now() < C.end) {
+        if (fd < 0) {
+            fd = dial();
+            if (fd < 0) {
+                errs++;
+                usleep(1000);
+                continue;
+            }
+        }
+        double t0 = now();
+        int rc = write_full(fd, buf, C.req, BUFSZ) < 0 ? -1 : read_full(fd, buf, C.resp, BUFSZ, &C.bytes_rx, &C.start, &C.end);
+        if (rc == 1) break; /* the trial ended in the middle of a response */
+        if (rc < 0) {
+            errs++;
+            close(fd);
+            fd = -1;
+            continue;
+        }
+        double t1 = now();
+        if (t0 >= C.start && t1 <= C.end) {
+            n++;
+            tx += C.req;
+            lat_sum += t1 - t0;
+            lat_n++;
+        }
+        if (C.crr) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd >= 0) close(fd);
+    pthread_mutex_lock(&C.mu);
+    C.transactions += n;
+    C.bytes_tx += tx;
+    C.errors += errs;
+    C.lat_sum += lat_sum;
+    C.lat_n += lat_n;
+    pthread_mutex_unlock(&C.mu);
+    (void)rx;
+    free(buf);
+    return NULL;
+}
+
+static double cpu_s(int who, double *user, double *sys) {
+    struct rusage ru;
+    getrusage(who, &ru);
+    *user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+    *sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    return *user + *sys;
+}
+
+static int client(int argc, char **argv) {
+    if (argc < 9) {
+        fprintf(stderr, "usage: v6gate-loadgen client HOST PORT rr|crr|str REQ RESP PAIRS SECONDS [WARMUP [DSTOPTS [SOCKBUF]]]\n");
+        return 2;
+    }
+    const char *host = argv[2], *port = argv[3], *mode = argv[4];
+    C.req = strtoul(argv[5], NULL, 10);
+    C.resp = strtoul(argv[6], NULL, 10);
+    int pairs = atoi(argv[7]);
+    double seconds = atof(argv[8]), warmup = argc > 9 ? atof(argv[9]) : 0.0;
+    C.dstopts = argc > 10 ? strtoul(argv[10], NULL, 10) : 0;
+    C.sockbuf = argc > 11 ? strtoul(argv[11], NULL, 10) : 0;
+    C.crr = strcmp(mode, "crr") == 0;
+    if (strcmp(mode, "rr") && strcmp(mode, "crr") && strcmp(mode, "str")) {
+        fprintf(stderr, "v6gate-loadgen: unknown mode %s (rr, crr, str)\n", mode);
+        return 2;
+    }
+    if (pairs < 1 || pairs > 1000 || seconds <= 0 || C.req < 1 || C.resp < 1) {
+        fprintf(stderr, "v6gate-loadgen: bad numbers\n");
+        return 2;
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *ai;
+    char portbuf[16];
+    if (C.dstopts) { /* the server's Destination Options listener */
+        snprintf(portbuf, sizeof portbuf, "%d", atoi(port) + 1);
+        port = portbuf;
+    }
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc) {
+        fprintf(stderr, "v6gate-loadgen: %s: %s\n", host, gai_strerror(rc));
+        return 2;
+    }
+    memcpy(&C.addr, ai->ai_addr, ai->ai_addrlen);
+    C.addrlen = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    signal(SIGPIPE, SIG_IGN);
+    pthread_mutex_init(&C.mu, NULL);
+    double t_begin = now();
+    C.start = t_begin + warmup;
+    C.end = C.start + seconds;
+    pthread_t *th = calloc(pairs, sizeof *th);
+    double u0 = 0, s0 = 0, u1, s1;
+    int measured = 0;
+    for (int i = 0; i < pairs; i++) pthread_create(&th[i], NULL, client_pair, NULL);
+    /* CPU of the measured window: sample rusage at its start */
+    while (now() < C.start) usleep(2000);
+    cpu_s(RUSAGE_SELF, &u0, &s0);
+    measured = 1;
+    for (int i = 0; i < pairs; i++) pthread_join(th[i], NULL);
+    cpu_s(RUSAGE_SELF, &u1, &s1);
+    double t_end = now();
+    double window = (t_end < C.end ? t_end : C.end) - C.start;
+    printf("{\"mode\":\"%s\",\"pairs\":%d,\"req\":%zu,\"resp\":%zu,\"dstopts\":%zu,\"sockbuf\":%zu,"
+           "\"seconds\":%.6f,\"transactions\":%llu,\"bytes_rx\":%llu,\"bytes_tx\":%llu,\"errors\":%llu,"
+           "\"latency_mean_s\":%.9f,\"cpu_user_s\":%.6f,\"cpu_sys_s\":%.6f,\"measured\":%d,\"wall_s\":%.6f}\n",
+           mode, pairs, C.req, C.resp, C.dstopts, C.sockbuf, window, C.transactions, C.bytes_rx, C.bytes_tx,
+           C.errors, C.lat_n ? C.lat_sum / C.lat_n : 0.0, u1 - u0, s1 - s0, measured, t_end - t_begin);
+    free(th);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 3 && strcmp(argv[1], "server") == 0) return server(atoi(argv[2]), argc > 3 ? strtoul(argv[3], NULL, 10) : 0);
+    if (argc >= 2 && strcmp(argv[1], "client") == 0) return client(argc, argv);
+    fprintf(stderr, "usage: v6gate-loadgen server PORT | client HOST PORT MODE REQ RESP PAIRS SECONDS [WARMUP [DSTOPTS [SOCKBUF]]]\n");
+    return 2;
+}

@@ -1,0 +1,284 @@
+"""Gate profiles and budgets as data: ``fixtures/gates/profiles.yaml``.
+
+Every field is documented in that file's header and validated here; bad data
+gets one line naming the file, the field and what to write instead.  A gate
+(one check of kind "gate") has variants; each variant is one check part, so
+the matrix of a seed study (pairs x MTU, ...) is data, not code.
+
+Merging: ``defaults`` <- the gate's own fields <- the variant's fields
+(``params``, ``budget`` and ``disturbance`` merge key by key).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..errors import UsageError
+from ..paths import FIXTURES
+from . import stats
+from .engine import Budget, DisturbancePolicy, Metric
+
+GATES_DIR = FIXTURES / "gates"
+PROFILES_FILE = GATES_DIR / "profiles.yaml"
+PAIRINGS_FILE = GATES_DIR / "pairings.yaml"
+
+#: workload -> (comparisons it supports, metrics it measures: name -> (unit, higher_is_better), params allowed)
+WORKLOADS: dict[str, dict] = {
+    "loadgen": {
+        "compare": {"family", "offload", "dstopts"},
+        "metrics": {"throughput": ("MB/s", True), "transactions": ("transactions/s", True),
+                    "cpu_per_unit": ("CPU ms per unit", False), "latency": ("us", False)},
+        "params": {"mode", "req", "resp", "pairs", "sockbuf", "dstopts"},
+    },
+    "iperf3": {
+        "compare": {"family", "offload"},
+        "metrics": {"throughput": ("MB/s", True), "cpu_per_unit": ("CPU ms per MB", False)},
+        "params": {"length", "window", "parallel", "udp", "reverse", "bitrate"},
+    },
+    "qperf": {
+        "compare": {"family"},
+        "metrics": {"throughput": ("MB/s", True), "latency": ("us", False)},
+        "params": {"test", "sizes"},
+    },
+    "ethtool_parity": {"compare": {"parity"}, "metrics": {}, "params": {"features"}},
+    "ra_to_slaac": {"compare": {"target"}, "metrics": {"time": ("s", False)}, "params": {"dad_transmits"}},
+    "dhcpv6_lease": {"compare": {"target"}, "metrics": {"time": ("s", False)}, "params": {"pool"}},
+    "ns_to_na": {"compare": {"target"}, "metrics": {"time": ("ms", False)}, "params": set()},
+}
+COMPARE_ARMS = {"family": ("v4", "v6"), "offload": ("off", "on"), "dstopts": ("without", "with")}
+FIELDS = {"title", "description", "workload", "compare", "params", "metrics", "margin", "confidence", "method",
+          "trial_s", "warmup_s", "budget", "disturbance", "mtu", "target", "quantile", "profile", "family",
+          "pin", "variants"}
+BUDGET_FIELDS = {"min_pairs", "max_pairs", "max_seconds", "max_discarded"}
+DIST_FIELDS = {"max_steal_fraction", "max_steal_gap", "max_foreign_gap", "enabled"}
+
+
+@dataclass
+class GateProfile:
+    """One gate variant, fully merged and validated."""
+
+    gate: str
+    variant: str
+    title: str
+    description: str
+    workload: str
+    compare: str
+    params: dict
+    metrics: list[Metric]
+    confidence: float
+    method: str
+    trial_s: float
+    warmup_s: float
+    budget: Budget
+    disturbance: DisturbancePolicy
+    mtu: int
+    profile: str
+    family: str | None = None
+    pin: bool = False
+    raw: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.gate}/{self.variant}"
+
+    @property
+    def arms(self) -> tuple[str, str] | tuple[str]:
+        return COMPARE_ARMS.get(self.compare, ("dut",))
+
+    def as_dict(self) -> dict:
+        return {"gate": self.gate, "variant": self.variant, "workload": self.workload, "compare": self.compare,
+                "params": self.params, "metrics": [m.name for m in self.metrics],
+                "margin": self.metrics[0].margin if self.metrics else None, "confidence": self.confidence,
+                "method": self.method, "trial_s": self.trial_s, "warmup_s": self.warmup_s,
+                "budget": self.budget.__dict__, "disturbance": self.disturbance.__dict__, "mtu": self.mtu,
+                "profile": self.profile, "family": self.family, "pin": self.pin}
+
+
+def _bad(path, where, problem, fix) -> UsageError:
+    return UsageError(f"{path}: {where}: {problem}; {fix}")
+
+
+def _num(path, where, v, lo, hi, kind=float):
+    if isinstance(v, bool) or not isinstance(v, int | float) or (kind is int and not isinstance(v, int)):
+        raise _bad(path, where, f"{v!r} is not {'an integer' if kind is int else 'a number'}",
+                   f"write a number between {lo} and {hi}")
+    if not lo <= v <= hi:
+        raise _bad(path, where, f"{v} is out of range", f"write a number between {lo} and {hi}")
+    return kind(v)
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in (over or {}).items():
+        if k in ("params", "budget", "disturbance") and isinstance(v, dict):
+            out[k] = {**out.get(k, {}), **v}
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
+    where = f"gates.{gate}.variants.{variant}" if variant != "-" else f"gates.{gate}"
+    unknown = set(spec) - FIELDS
+    if unknown:
+        raise _bad(path, where, f"unknown fields {sorted(unknown)}", f"use {sorted(FIELDS - {'variants'})}")
+    wl = spec.get("workload")
+    if wl not in WORKLOADS:
+        raise _bad(path, f"{where}.workload", f"{wl!r} is not a workload", f"use one of {sorted(WORKLOADS)}")
+    w = WORKLOADS[wl]
+    compare = spec.get("compare")
+    if compare not in w["compare"]:
+        raise _bad(path, f"{where}.compare", f"{compare!r} does not fit workload {wl}", f"use one of {sorted(w['compare'])}")
+    params = dict(spec.get("params") or {})
+    bad_params = set(params) - w["params"]
+    if bad_params:
+        raise _bad(path, f"{where}.params", f"unknown {sorted(bad_params)} for workload {wl}",
+                   f"use {sorted(w['params']) or 'none'}")
+    margin = _num(path, f"{where}.margin", spec.get("margin", 0.03), 0.001, 0.5)
+    confidence = _num(path, f"{where}.confidence", spec.get("confidence", 0.95), 0.5, 0.999)
+    method = spec.get("method", "wilcoxon")
+    if method not in stats.METHODS:
+        raise _bad(path, f"{where}.method", f"{method!r} is not an interval method", f"use one of {stats.METHODS}")
+    names = spec.get("metrics") or []
+    if not isinstance(names, list):
+        raise _bad(path, f"{where}.metrics", "must be a list", f"write e.g. [{', '.join(w['metrics'])}]")
+    metrics = []
+    target = spec.get("target")
+    quantile = _num(path, f"{where}.quantile", spec.get("quantile", 0.5), 0.05, 0.95)
+    for n in names:
+        if n not in w["metrics"]:
+            raise _bad(path, f"{where}.metrics", f"{n!r} is not measured by workload {wl}",
+                       f"use some of {sorted(w['metrics'])}")
+        unit, higher = w["metrics"][n]
+        t = None
+        if compare == "target":
+            if target is None:
+                raise _bad(path, f"{where}.target", "a target comparison needs a target", f"write the target in {unit}")
+            t = _num(path, f"{where}.target", target, 1e-6, 1e6)
+        metrics.append(Metric(n, unit, higher, margin, t, quantile))
+    if compare != "parity" and not metrics:
+        raise _bad(path, f"{where}.metrics", "no metric is judged", f"list some of {sorted(w['metrics'])}")
+    b = dict(spec.get("budget") or {})
+    if set(b) - BUDGET_FIELDS:
+        raise _bad(path, f"{where}.budget", f"unknown {sorted(set(b) - BUDGET_FIELDS)}", f"use {sorted(BUDGET_FIELDS)}")
+    budget = Budget(min_pairs=_num(path, f"{where}.budget.min_pairs", b.get("min_pairs", 6), 2, 1000, int),
+                    max_pairs=_num(path, f"{where}.budget.max_pairs", b.get("max_pairs", 30), 2, 10000, int),
+                    max_seconds=_num(path, f"{where}.budget.max_seconds", b.get("max_seconds", 120), 1, 86400),
+                    max_discarded=_num(path, f"{where}.budget.max_discarded", b.get("max_discarded", 10), 0, 10000, int))
+    if budget.max_pairs < budget.min_pairs:
+        raise _bad(path, f"{where}.budget", f"max_pairs {budget.max_pairs} < min_pairs {budget.min_pairs}",
+                   "raise max_pairs")
+    if method == "wilcoxon" and compare != "parity" and stats._signed_rank_k(budget.max_pairs, 1 - confidence)[0] == 0:
+        raise _bad(path, f"{where}.budget.max_pairs", f"{budget.max_pairs} pairs can never reach {confidence:g} "
+                   "with the Wilcoxon interval", "allow at least 6 pairs (95 %) or lower the confidence")
+    d = dict(spec.get("disturbance") or {})
+    if set(d) - DIST_FIELDS:
+        raise _bad(path, f"{where}.disturbance", f"unknown {sorted(set(d) - DIST_FIELDS)}", f"use {sorted(DIST_FIELDS)}")
+    policy = DisturbancePolicy(
+        max_steal_fraction=_num(path, f"{where}.disturbance.max_steal_fraction", d.get("max_steal_fraction", 0.10), 0, 1),
+        max_steal_gap=_num(path, f"{where}.disturbance.max_steal_gap", d.get("max_steal_gap", 0.03), 0, 1),
+        max_foreign_gap=_num(path, f"{where}.disturbance.max_foreign_gap", d.get("max_foreign_gap", 0.35), 0, 1),
+        enabled=bool(d.get("enabled", True)))
+    profile = spec.get("profile", "full")
+    if profile not in ("default", "full"):
+        raise _bad(path, f"{where}.profile", f"{profile!r} is not a run profile", "use default or full")
+    mtu = _num(path, f"{where}.mtu", spec.get("mtu", 1500), 1280, 65535, int)
+    family = spec.get("family")
+    if family not in (None, "v4", "v6"):
+        raise _bad(path, f"{where}.family", f"{family!r}", "use v4 or v6 (or leave it out)")
+    if compare in ("offload",) and family is None:
+        raise _bad(path, f"{where}.family", "an offload comparison runs in one family", "write family: v4 or v6")
+    return GateProfile(
+        gate=gate, variant=variant, title=str(spec.get("title", "")), description=str(spec.get("description", "")),
+        workload=wl, compare=compare, params=params, metrics=metrics, confidence=confidence, method=method,
+        trial_s=_num(path, f"{where}.trial_s", spec.get("trial_s", 2.0), 0 if compare in ("target", "parity") else 0.05, 600),
+        warmup_s=_num(path, f"{where}.warmup_s", spec.get("warmup_s", 0.2), 0, 60), budget=budget,
+        disturbance=policy, mtu=mtu, profile=profile, family=family, pin=bool(spec.get("pin", False)), raw=spec)
+
+
+def load_profiles(path: Path | str = PROFILES_FILE) -> dict[str, dict[str, GateProfile]]:
+    """gate name -> variant -> GateProfile (a gate without variants has one, '-')."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: gate profiles not found; restore fixtures/gates/profiles.yaml") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: YAML syntax error ({exc.__class__.__name__}); fix the file's syntax") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("gates"), dict):
+        raise _bad(path, "(top level)", "needs a 'gates' mapping", "see the header of fixtures/gates/profiles.yaml")
+    defaults = doc.get("defaults") or {}
+    if not isinstance(defaults, dict) or set(defaults) - FIELDS:
+        raise _bad(path, "defaults", f"unknown fields {sorted(set(defaults) - FIELDS)}", f"use {sorted(FIELDS)}")
+    out: dict[str, dict[str, GateProfile]] = {}
+    for gate, spec in doc["gates"].items():
+        if not isinstance(spec, dict):
+            raise _bad(path, f"gates.{gate}", "must be a mapping", "see the header of the file")
+        base = _merge(defaults, {k: v for k, v in spec.items() if k != "variants"})
+        variants = spec.get("variants") or {"-": {}}
+        if not isinstance(variants, dict):
+            raise _bad(path, f"gates.{gate}.variants", "must be a mapping of label -> fields", "see the file's header")
+        out[gate] = {}
+        for label, vspec in variants.items():
+            label = str(label)
+            if label != "-" and not all(c.isalnum() or c in "_x" for c in label):
+                raise _bad(path, f"gates.{gate}.variants.{label}", "bad label", "use letters, digits and _")
+            out[gate][label] = _build(path, gate, label, _merge(base, vspec or {}))
+    return out
+
+
+_CACHE: dict[str, dict[str, GateProfile]] | None = None
+
+
+def profiles() -> dict[str, dict[str, GateProfile]]:
+    """The gate profiles in force: fixtures/gates/profiles.yaml, or the file
+    named by V6GATE_GATE_PROFILES (same gates and variants, other budgets:
+    e.g. a smoke run of every variant)."""
+    global _CACHE
+    if _CACHE is None:
+        _CACHE = load_profiles(os.environ.get("V6GATE_GATE_PROFILES") or PROFILES_FILE)
+    return _CACHE
+
+
+def profile_of(gate: str, variant: str | None) -> GateProfile:
+    g = profiles().get(gate)
+    if g is None:
+        raise UsageError(f"{PROFILES_FILE}: no gate {gate!r}; add it under gates:")
+    key = variant or "-"
+    if key not in g:
+        raise UsageError(f"{PROFILES_FILE}: gate {gate} has no variant {key!r}; known: {', '.join(g)}")
+    return g[key]
+
+
+def load_pairings(path: Path | str = PAIRINGS_FILE) -> dict[str, dict]:
+    """conformance area -> {"gates": [check ids], "why": text}."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise UsageError(f"{path}: pairings not found; restore fixtures/gates/pairings.yaml") from None
+    pairs = doc.get("pairings")
+    if not isinstance(pairs, dict):
+        raise _bad(path, "(top level)", "needs a 'pairings' mapping", "write pairings: {area: {gates: [...], why: ...}}")
+    out = {}
+    for area, spec in pairs.items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("gates"), list) or not spec["gates"]:
+            raise _bad(path, f"pairings.{area}", "needs a non-empty 'gates' list", "list gate check ids (perf.*)")
+        if not spec.get("why"):
+            raise _bad(path, f"pairings.{area}.why", "missing", "say in a line why these gates go with this area")
+        out[area] = {"gates": [str(g) for g in spec["gates"]], "why": str(spec["why"]),
+                     "status": str(spec.get("status", "present"))}
+    return out
+
+
+def check_pairings(pairings: dict[str, dict], gate_ids: set[str], path=PAIRINGS_FILE) -> None:
+    for area, spec in pairings.items():
+        for g in spec["gates"]:
+            gid = g.split("#", 1)[0]
+            if gid not in gate_ids:
+                raise _bad(path, f"pairings.{area}.gates", f"{g!r} is not a gate", f"use one of {sorted(gate_ids)}")

@@ -1,0 +1,172 @@
+"""Workload trials with real tools: one call = one trial of one arm.
+
+Each returns an ``engine.Measure``: the metric values, the seconds of traffic,
+the CPU the workload itself used (for the disturbance estimate) and the
+tool's raw figures, which go into results.json with the trial.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import time
+
+from ..errors import BenchError
+from .bench import Bench
+from .engine import Measure
+from .loadgen import binary
+from .profiles import GateProfile
+
+#: a candidate arm that moved nothing gets this instead of 0 (its log ratio is then hugely negative: FAIL)
+FLOOR = 1e-9
+
+
+def _run(argv: list[str], timeout: float, what: str) -> subprocess.CompletedProcess:
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{what} did not finish within {timeout:g} s: {' '.join(argv[-12:])}") from None
+    return cp
+
+
+# -- v6gate-loadgen ---------------------------------------------------------------------------------
+def loadgen(bench: Bench, prof: GateProfile, family: str, *, dstopts: int = 0, baseline: bool = False) -> Measure:
+    p = prof.params
+    addr = bench.address(family)
+    argv = [binary(), "client", addr, str(bench.ports["loadgen"]), p["mode"], str(p["req"]), str(p["resp"]),
+            str(p.get("pairs", 1)), f"{prof.trial_s:g}", f"{prof.warmup_s:g}", str(dstopts), str(p.get("sockbuf", 0))]
+    if prof.pin and bench.lab is not None:
+        argv = ["taskset", "-c", "0", *argv]
+    proc = subprocess.Popen(bench.client.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(prof.warmup_s)
+    srv0 = bench.server_cpu_s("v6gate-loadgen")
+    try:
+        out, err = proc.communicate(timeout=prof.warmup_s + prof.trial_s + 15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise BenchError(f"v6gate-loadgen client did not finish ({family}, {p['mode']})") from None
+    srv1 = bench.server_cpu_s("v6gate-loadgen")
+    if proc.returncode != 0:
+        raise BenchError(f"v6gate-loadgen client failed ({family} {addr}): {(err.strip().splitlines() or ['?'])[-1]}")
+    r = json.loads(out)
+    secs = max(r["seconds"], 1e-6)
+    server_cpu = (srv1 - srv0) if srv0 is not None and srv1 is not None else None
+    client_cpu = r["cpu_user_s"] + r["cpu_sys_s"]
+    cpu = client_cpu + (server_cpu or 0.0)
+    mb = r["bytes_rx"] / 1e6
+    if r["transactions"] == 0 and mb == 0:
+        if baseline:
+            raise BenchError(f"the baseline arm moved no data ({family} to {addr}, {r['errors']} errors): the bench "
+                             "cannot compare against it")
+        values = {"throughput": FLOOR, "transactions": FLOOR, "cpu_per_unit": 1 / FLOOR, "latency": 1 / FLOOR}
+    else:
+        per_unit = cpu * 1000 / mb if p["mode"] == "str" else cpu * 1000 / max(r["transactions"], 1)
+        values = {"throughput": mb / secs, "transactions": r["transactions"] / secs, "cpu_per_unit": per_unit,
+                  "latency": r["latency_mean_s"] * 1e6 if r["latency_mean_s"] else 1 / FLOOR}
+    raw = {"tool": "v6gate-loadgen", "family": family, "dst": addr, **{k: r[k] for k in (
+        "mode", "pairs", "req", "resp", "dstopts", "seconds", "transactions", "bytes_rx", "errors", "latency_mean_s")},
+        "client_cpu_s": round(client_cpu, 4), "server_cpu_s": None if server_cpu is None else round(server_cpu, 4)}
+    return Measure(values, secs, cpu, raw)
+
+
+# -- iperf3 -----------------------------------------------------------------------------------------------
+def iperf3(bench: Bench, prof: GateProfile, family: str, *, baseline: bool = False) -> Measure:
+    p = prof.params
+    addr = bench.address(family)
+    secs = max(1, round(prof.trial_s))
+    argv = ["iperf3", "-c", addr, "-p", str(bench.ports["iperf3"]), "-t", str(secs), "--json",
+            "-4" if family == "v4" else "-6", "-P", str(p.get("parallel", 1))]
+    if prof.warmup_s >= 0.5:
+        argv += ["-O", str(max(1, round(prof.warmup_s)))]
+    if p.get("length"):
+        argv += ["-l", str(p["length"])]
+    if p.get("window"):
+        argv += ["-w", str(p["window"])]
+    if p.get("udp"):
+        argv += ["-u", "-b", str(p.get("bitrate", 0))]
+    if p.get("reverse"):
+        argv.append("-R")
+    if prof.pin and bench.lab is not None:
+        argv += ["-A", "0,1"]
+    for attempt in range(3):
+        cp = _run(bench.client.argv(argv), secs + 20, "iperf3")
+        try:
+            doc = json.loads(cp.stdout)
+        except ValueError:
+            raise BenchError(f"iperf3 gave no JSON ({family} {addr}): {(cp.stderr.strip().splitlines() or ['?'])[-1]}") from None
+        if "error" in doc and "busy" in doc["error"] and attempt < 2:
+            time.sleep(0.5)
+            continue
+        break
+    if "error" in doc:
+        raise BenchError(f"iperf3 to {addr}: {doc['error']}")
+    end = doc["end"]
+    total = end.get("sum_received") or end.get("sum") or {}
+    seconds = max(float(total.get("seconds", secs)), 1e-6)
+    mb = float(total.get("bytes", 0)) / 1e6
+    cpu_pct = end.get("cpu_utilization_percent", {})
+    cpu = (cpu_pct.get("host_total", 0) + cpu_pct.get("remote_total", 0)) / 100 * seconds
+    if mb == 0 and baseline:
+        raise BenchError(f"the baseline arm moved no data (iperf3 {family} to {addr})")
+    values = {"throughput": max(mb / seconds, FLOOR), "cpu_per_unit": cpu * 1000 / mb if mb else 1 / FLOOR}
+    raw = {"tool": "iperf3", "family": family, "dst": addr, "seconds": seconds, "bytes": total.get("bytes"),
+           "retransmits": end.get("sum_sent", {}).get("retransmits"), "cpu_utilization_percent": cpu_pct,
+           "mss": doc.get("start", {}).get("tcp_mss_default"),
+           "sndbuf": doc.get("start", {}).get("sndbuf_actual"), "rcvbuf": doc.get("start", {}).get("rcvbuf_actual")}
+    if total.get("lost_percent") is not None:
+        raw["lost_percent"] = total.get("lost_percent")
+    return Measure(values, seconds, cpu, raw)
+
+
+# -- qperf --------------------------------------------------------------------------------------------------
+_UNITS = {"bytes/sec": 1e-6, "KB/sec": 1e-3, "MB/sec": 1.0, "GB/sec": 1e3, "ns": 1e-3, "us": 1.0, "ms": 1e3,
+          "sec": 1e6}
+_LINE = re.compile(r"^\s*(\w+)\s*=\s*([0-9.]+)\s*(\S+)")
+
+
+def parse_qperf(text: str) -> dict[str, float]:
+    """qperf's 'name = value unit' lines -> {name: value in MB/s or us}."""
+    out = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and m.group(3) in _UNITS:
+            out[m.group(1)] = float(m.group(2)) * _UNITS[m.group(3)]
+    return out
+
+
+def qperf(bench: Bench, prof: GateProfile, family: str, size: int, *, baseline: bool = False) -> Measure:
+    test = prof.params["test"]
+    addr = bench.address(family)
+    secs = max(1, round(prof.trial_s))
+    argv = ["timeout", "-s", "KILL", str(secs + 8), "qperf", "-t", str(secs), "-lp", str(bench.ports["qperf"]),
+            "-m", str(size), addr, test]
+    for _attempt in range(3):  # qperf's udp_lat stops at a lost datagram: try again before calling it a result
+        t0 = time.monotonic()
+        cp = _run(bench.client.argv(argv), secs + 15, "qperf")
+        wall = time.monotonic() - t0
+        vals = parse_qperf(cp.stdout)
+        if vals.get("latency") is not None or vals.get("recv_bw", vals.get("bw")) is not None:
+            break
+    raw = {"tool": "qperf", "family": family, "dst": addr, "test": test, "size": size, **vals}
+    if test.endswith("_bw"):
+        v = vals.get("recv_bw", vals.get("bw"))
+        if v is None:
+            if baseline or cp.returncode not in (0, 137, -9):
+                raise BenchError(f"qperf {test} -m {size} to {addr} gave no bandwidth: "
+                                 f"{(cp.stderr.strip().splitlines() or ['exit ' + str(cp.returncode)])[-1]}")
+            v = FLOOR
+        return Measure({"throughput": max(v, FLOOR)}, min(wall, secs), 0.0, raw)
+    v = vals.get("latency")
+    if v is None:
+        if baseline:
+            raise BenchError(f"qperf {test} -m {size} to {addr} gave no latency (exit {cp.returncode}; a lost "
+                             "datagram stops qperf's udp_lat)")
+        v = 1 / FLOOR
+    return Measure({"latency": v}, min(wall, secs), 0.0, raw)
+
+
+def finite(x: float) -> bool:
+    return not (math.isinf(x) or math.isnan(x))

@@ -1,0 +1,153 @@
+"""The adaptive paired engine on synthetic samples (no lab): it passes equal
+arms, fails a handicap, flips for lower-is-better metrics, gives up within
+its budget, randomizes the order and discards disturbed pairs."""
+
+import random
+
+import pytest
+
+from v6gate.gates import disturbance as D
+from v6gate.gates.engine import Budget, DisturbancePolicy, Measure, Metric, PairedComparison, TargetComparison
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def synthetic(ratio: float, noise: float, seed: int, clock: FakeClock, metric="throughput", per_trial_s=2.0,
+              base=1000.0):
+    rng = random.Random(seed)
+    order = []
+
+    def measure(arm):
+        order.append(arm)
+        clock.t += per_trial_s
+        drift = 1 + 0.2 * (clock.t % 17) / 17  # slow drift common to both arms
+        v = base * drift * rng.lognormvariate(0, noise) * (ratio if arm == "v6" else 1.0)
+        return Measure({metric: v}, per_trial_s, 0.5)
+
+    return measure, order
+
+
+def quiet_monitor(clock: FakeClock, steal_at=()):
+    calls = {"n": 0}
+
+    def snap():
+        calls["n"] += 1
+        k = calls["n"]
+        steal = sum(5.0 for s in steal_at if 2 * s + 1 < k)  # 5 s of steal during trial s
+        return D.CpuSnapshot(clock.t, busy_s=clock.t * 1.0, idle_s=0, steal_s=steal, procs_running=1)
+
+    return snap
+
+
+THROUGHPUT = Metric("throughput", "MB/s", True, 0.03)
+BUDGET = Budget(6, 40, 500, 10)
+
+
+def gate(ratio, noise, seed=1, metric=THROUGHPUT, budget=BUDGET, steal_at=()):
+    clock = FakeClock()
+    measure, order = synthetic(ratio, noise, seed, clock, metric.name)
+    pc = PairedComparison(arms=("v4", "v6"), metrics=[metric], measure=measure, budget=budget,
+                          rng=random.Random(seed), monitor=quiet_monitor(clock, steal_at), clock=clock)
+    return pc.run(), order
+
+
+def test_equal_arms_pass():
+    d, _ = gate(1.0, 0.02)
+    assert d.verdict == "PASS", d.why
+    assert d.metrics["throughput"].interval.low >= 0.97
+
+
+def test_a_handicap_twice_the_margin_fails():
+    d, _ = gate(0.94, 0.02)
+    assert d.verdict == "FAIL", d.why
+    assert d.metrics["throughput"].interval.high < 0.97
+
+
+def test_ipv6_faster_is_fine():
+    assert gate(1.2, 0.02)[0].verdict == "PASS"
+
+
+def test_lower_is_better_flips_the_direction():
+    lat = Metric("latency", "us", False, 0.03)
+    assert gate(1.10, 0.02, metric=lat)[0].verdict == "FAIL"  # IPv6 10 % slower
+    assert gate(0.90, 0.02, metric=lat)[0].verdict == "PASS"  # IPv6 10 % quicker
+
+
+def test_budget_runs_out_into_inconclusive():
+    d, _ = gate(0.97, 0.08, budget=Budget(6, 10, 500, 10))
+    assert d.verdict == "INCONCLUSIVE"
+    assert d.kept_pairs == 10 and "pair budget" in d.stop
+
+
+def test_seconds_budget():
+    d, _ = gate(0.97, 0.08, budget=Budget(6, 1000, 30, 10))
+    assert d.verdict == "INCONCLUSIVE" and "time budget" in d.stop
+    assert d.traffic_s <= 32
+
+
+def test_order_inside_pairs_is_randomized_and_interleaved():
+    _d, order = gate(1.0, 0.05, budget=Budget(6, 30, 500, 10))
+    pairs = [tuple(order[i:i + 2]) for i in range(0, len(order), 2)]
+    assert all(set(p) == {"v4", "v6"} for p in pairs)
+    assert ("v4", "v6") in pairs and ("v6", "v4") in pairs
+
+
+def test_stolen_trials_are_discarded_and_counted():
+    d, _ = gate(1.0, 0.02, steal_at=(1, 4))
+    assert d.discarded >= 1
+    assert all(t.discarded and "steal" in t.discarded for t in d.trials if t.discarded)
+    assert d.verdict == "PASS"
+    assert len(d.trials) == 2 * (d.kept_pairs + d.discarded)
+
+
+def test_every_trial_is_kept_in_the_record():
+    d, _ = gate(1.0, 0.02)
+    doc = d.as_dict()
+    assert len(doc["trials"]) == len(d.trials)
+    assert {t["arm"] for t in doc["trials"]} == {"v4", "v6"}
+    assert doc["metrics"]["throughput"]["delta_pct"]["estimate"] is not None
+
+
+def test_lopsided_foreign_load_discards_the_pair():
+    pol = DisturbancePolicy(max_steal_fraction=1, max_steal_gap=1, max_foreign_gap=0.2)
+    a = D.Disturbance(2, 0, 3.5, 0.5, 1)  # 75 % of capacity foreign
+    b = D.Disturbance(2, 0, 0.7, 0.5, 1)  # 5 %
+    from v6gate.gates.engine import Trial
+
+    assert "other load" in pol.verdict([Trial("v4", 0, 0, {}, 2, a, {}), Trial("v6", 0, 1, {}, 2, b, {})])
+    assert pol.verdict([Trial("v4", 0, 0, {}, 2, a, {}), Trial("v6", 0, 1, {}, 2, a, {})]) is None
+
+
+def test_target_gate_judges_the_median_against_the_target():
+    clock = FakeClock()
+    rng = random.Random(3)
+
+    def measure(_arm, centre):
+        clock.t += 1
+        return Measure({"time_s": centre * rng.lognormvariate(0, 0.1)}, 0.0)
+
+    m = Metric("time_s", "s", False, target=0.5)
+    ok = TargetComparison(arm="dut", metrics=[m], measure=lambda a: measure(a, 0.2), budget=Budget(6, 20, 100, 5),
+                          monitor=quiet_monitor(clock), clock=clock).run()
+    slow = TargetComparison(arm="dut", metrics=[m], measure=lambda a: measure(a, 1.0), budget=Budget(6, 20, 100, 5),
+                            monitor=quiet_monitor(clock), clock=clock).run()
+    assert (ok.verdict, slow.verdict) == ("PASS", "FAIL")
+    assert ok.kept_pairs == 6  # 6 samples reach 95 % for the median
+
+
+def test_bad_method_is_refused():
+    with pytest.raises(ValueError, match="interval method"):
+        PairedComparison(arms=("a", "b"), metrics=[], measure=lambda a: None, method="anova")
+
+
+def test_proc_stat_parsing():
+    text = "cpu  100 5 50 1000 10 2 3 40 0 0\ncpu0 1 2 3 4\nprocs_running 3\n"
+    s = D.parse_proc_stat(text, 7.0)
+    assert s.steal_s == pytest.approx(40 / D.HZ) and s.busy_s == pytest.approx(160 / D.HZ)
+    assert s.procs_running == 3 and s.t == 7.0
