@@ -6,6 +6,12 @@ and its frames leave through the DUT's own interface.
 
 Rules live in ``v6gate/lab/impostor_rules/`` (one module per area) and are
 named by faults: ``impostor: {rule: answer_invalid_ns, params: {...}}``.
+
+A rule receives the DUT as a dict (``mac``, ``link_local``, ``addresses``,
+``prefix``, and ``netns``/``ifname`` of the lab DUT).  Besides answering, a
+rule may *react* in the DUT's namespace (e.g. install the neighbour entry an
+invalid message would have created in a stack that skipped a validity test),
+so the kernel itself then behaves as that stack would.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ class Impostor:
             raise LabError(f"unknown impostor rule {name!r}; known: {', '.join(sorted(RULES))}")
         self.rule = RULES[name]
         self.params = dict(spec.get("params") or {})
-        self.dut = dut
+        self.dut = {**dut, "netns": ns, "ifname": iface}
         self.port = Port(iface, ns)
         self.answers = 0
 
