@@ -429,3 +429,315 @@ def na_without_entry_is_discarded(t):
         problems.insert(0, f"the DUT answered the NA with {answered[0].summary()}")
     text = f"NA sent to a DUT with no entry for TN1; then {seen}"
     return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+
+
+# ================================================================================================
+# Neighbor Solicitation processing (RFC 4861 §7.2.3, §7.2.4) in every Neighbor Cache state
+# ================================================================================================
+
+def ns_outcome(state: str, sll: str) -> tuple[str, str]:
+    """RFC 4861 §7.2.3 as a table: the solicitor's entry (new state,
+    'old'|'new' address) after an NS whose Source Link-Layer Address option
+    is absent ('none'), the cached address ('same') or another ('diff')."""
+    if sll == "none":
+        return state, "old"  # only an SLLA updates the cache
+    if state in ("none", "incomplete") or sll == "diff":
+        return "stale", "new"  # "...the cached address should be replaced ... MUST be set to STALE"
+    return state, "old"  # same address: "the entry's reachability state MUST NOT be changed" (implied)
+
+
+def _ns_parts(state: str, faults: dict) -> list[Part]:
+    parts = []
+    for letter, multicast, sll in (("A", False, "same"), ("B", False, "diff"), ("C", True, "same"),
+                                   ("D", True, "diff")):
+        new_state, lla = ns_outcome(state, sll)
+        where = "the NS's (new) link-layer address" if lla == "new" else "the cached link-layer address"
+        how = {"reachable": "an Echo Reply to it and no NS for TN1 during DELAY_FIRST_PROBE_TIME",
+               "stale": "an Echo Reply to it, then a unicast NS probe after DELAY_FIRST_PROBE_TIME",
+               "probe": "the DUT keeps probing that address"}[new_state]
+        parts.append(Part(
+            letter, f"{'Multicast' if multicast else 'Unicast'} Neighbor Solicitation with "
+                    f"{'the same' if sll == 'same' else 'a different'} SLLA",
+            multicast=multicast, sll=sll,
+            expect=f"a solicited NA to TN1 at {where}; the entry {'stays' if new_state == state else 'becomes'} "
+                   f"{new_state.upper()} with {where} (RFC 4861 §7.2.3): {how}",
+            fault=faults[sll]))
+    return parts
+
+
+def _dut_na_to(t, nb: Neighbour, since: float, lla: str | None) -> tuple[list[str], str]:
+    """The DUT's solicited NA answering the node's NS, and where it went."""
+    na = t.port.expect(t.from_dut(nb.is_na_for_me), t.reply_timeout, since=since)
+    if na is None:
+        return [f"no Neighbor Advertisement to {nb.addr} within {t.reply_timeout:g} s of its NS (§7.2.4)"], "no NA"
+    problems = []
+    if not na.pkt[ICMPv6ND_NA].S:
+        problems.append("the NA answering the NS has S=0")
+    if lla and na.pkt[Ether].dst.lower() != lla:
+        problems.append(f"the NA went to {na.pkt[Ether].dst}, not {lla}")
+    return problems, f"NA to {na.pkt[Ether].dst}"
+
+
+def _ns_in_state(t, state: str):
+    """Put TN1's entry into ``state``, send the part's NS, judge the answer and the entry."""
+    timing = NudTiming.of(t)
+    nb = Neighbour(t, t.tn1)
+    if state == "stale":
+        nce.stale(nb, timing)
+    else:
+        nce.set_nd_timers(t, reachable_ms=nce.REACHABLE_TIME_MS)
+        if state == "reachable":
+            nce.reachable(nb)
+        else:
+            nce.probing(nb, timing)
+    other = nce.fresh_mac()
+    sll = nb.mac if t.p.sll == "same" else other
+    since = t.send(nb.ns(multicast=t.p.multicast, sll=sll),
+                   label=f"{'multicast' if t.p.multicast else 'unicast'} NS from TN1, SLLA {sll}")
+    new_state, lla = ns_outcome(state, t.p.sll)
+    expect = Expect(new_state, other if lla == "new" else nb.mac)
+    problems, na_seen = _dut_na_to(t, nb, since, expect.lla)
+    if state == "probe" and new_state == "probe":
+        more, seen = nce.judge_probing_continues(nb, expect.lla, since)
+    else:
+        more, seen = nce.judge_by_echo(nb, expect, since if new_state == "reachable" else None)
+    text = f"TN1 {state.upper()} ({nb.mac}), NS sent; {na_seen}; then {seen}"
+    problems += more
+    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.9",
+    title="Neighbor Solicitation Processing, NCE State INCOMPLETE",
+    rfc="RFC 4861 §7.2.3, §7.2.4",
+    dut_config="nud-fast",
+    liveness="echo",
+    expect="the NS's SLLA completes the pending resolution: the entry becomes STALE with it, the queued Echo Reply "
+           "and a solicited NA go to TN1, and a unicast NS probe follows after DELAY_FIRST_PROBE_TIME",
+    parts=[
+        Part("A", "Unicast Neighbor Solicitation", multicast=False, sll=True, fault="dut_drops_neighbor_solicitation"),
+        Part("B", "Multicast Neighbor Solicitation", multicast=True, sll=True, fault="dut_drops_neighbor_solicitation"),
+        Part("C", "Unicast Neighbor Solicitation without SLL", multicast=False, sll=False,
+             fault="impostor_takes_solicitor_address_from_ethernet",
+             expect="the entry stays INCOMPLETE (an NS without SLLA does not update the cache, §7.2.3): no Echo Reply "
+                    "and no NA reach TN1 while the DUT keeps soliciting it"),
+    ],
+)
+@judged
+def ns_completes_pending_resolution(t):
+    """'If the Source Address is not the unspecified address and, on link
+    layers that have addresses, the solicitation includes a Source
+    Link-Layer Address option, then the recipient SHOULD create or update
+    the Neighbor Cache entry ...  If an entry already exists, and the cached
+    link-layer address differs from the one in the received Source
+    Link-Layer option, the cached address should be replaced by the
+    received address, and the entry's reachability state MUST be set to
+    STALE.' (RFC 4861 §7.2.3); queued packets are then sent (§7.2.2)."""
+    timing = NudTiming.of(t)
+    nb = Neighbour(t, t.tn1)
+    nce.incomplete(nb)
+    since = t.send(nb.ns(multicast=t.p.multicast, sll=t.p.sll),
+                   label=f"{'multicast' if t.p.multicast else 'unicast'} NS from TN1 "
+                         f"{'with' if t.p.sll else 'without'} SLLA")
+    if not t.p.sll:
+        problems, seen = nce.judge_resolution_continues(nb, since)
+        nas = t.collect(nb.is_na_for_me, 0, since=since)
+        if nas:
+            problems.append(f"an NA went to {nas[0].pkt[Ether].dst} although TN1's address was still unresolved")
+        text = f"TN1 INCOMPLETE, NS without SLLA sent; then {seen}"
+        return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+    problems, na_seen = _dut_na_to(t, nb, since, nb.mac)
+    seen = nb.collect(since, timing.probe_window + timing.reply)
+    t.note(f"TN1: {seen.describe()}")
+    if seen.reply is None:
+        problems.append("the queued Echo Reply was not sent: the NS's SLLA did not complete the resolution")
+    elif seen.reply_mac != nb.mac:
+        problems.append(f"the queued Echo Reply went to {seen.reply_mac}, not the SLLA {nb.mac}")
+    elif not seen.unicast_ns():
+        problems.append("no unicast NS probe followed: the entry was not STALE")
+    text = f"TN1 INCOMPLETE, NS sent; {na_seen}; then {seen.describe()}"
+    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.10",
+    title="Neighbor Solicitation Processing, NCE State REACHABLE",
+    rfc="RFC 4861 §7.2.3, §7.2.4",
+    needs=["exclusive_router"],
+    dut_config="nud-fast",
+    liveness="echo",
+    expect="the solicitor's REACHABLE entry is updated as RFC 4861 §7.2.3 requires",
+    parts=_ns_parts("reachable", {"same": "impostor_ns_makes_reachable_entry_stale",
+                                  "diff": "dut_drops_neighbor_solicitation"}),
+)
+@judged
+def ns_updates_reachable_entry(t):
+    """An NS with a Source Link-Layer Address option updates the solicitor's
+    entry: a different address replaces the cached one and makes the entry
+    STALE; the same address leaves it REACHABLE (RFC 4861 §7.2.3).  The
+    solicited NA goes to the (updated) address (§7.2.4)."""
+    return _ns_in_state(t, "reachable")
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.11",
+    title="Neighbor Solicitation Processing, NCE State STALE",
+    rfc="RFC 4861 §7.2.3, §7.2.4, §7.3.3",
+    needs=["exclusive_router"],
+    dut_config="nud-fast",
+    liveness="echo",
+    expect="the solicitor's STALE entry is updated as RFC 4861 §7.2.3 requires",
+    parts=_ns_parts("stale", {"same": "impostor_ns_confirms_stale_entry", "diff": "dut_drops_neighbor_solicitation"}),
+)
+@judged
+def ns_updates_stale_entry(t):
+    """An NS is not a reachability confirmation (RFC 4861 §7.3.1): a STALE
+    entry stays STALE (sending the NA starts DELAY, then PROBE), with the
+    address replaced if the SLLA differs (§7.2.3)."""
+    return _ns_in_state(t, "stale")
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.12",
+    title="Neighbor Solicitation Processing, NCE State PROBE",
+    rfc="RFC 4861 §7.2.3, §7.2.4, §7.3.3",
+    needs=["exclusive_router"],
+    dut_config="nud-fast",
+    liveness="echo",
+    expect="the solicitor's entry in PROBE is updated as RFC 4861 §7.2.3 requires",
+    parts=_ns_parts("probe", {"same": "impostor_ns_confirms_probe_entry", "diff": "dut_drops_neighbor_solicitation"}),
+)
+@judged
+def ns_updates_probe_entry(t):
+    """An NS with the cached SLLA does not confirm reachability: the entry
+    stays in PROBE and probing goes on; a different SLLA replaces the
+    address and makes the entry STALE (RFC 4861 §7.2.3, §7.3.3)."""
+    return _ns_in_state(t, "probe")
+
+
+# ================================================================================================
+# Invalid and fragmented Neighbor Advertisements / Solicitations (RFC 4861 §7.1.2, RFC 6980 §5)
+# ================================================================================================
+
+def _invalid_na(nb: Neighbour, how: str):
+    """An NA answering TN1's pending resolution (to all-nodes, S=0, O=1,
+    TLLA) made invalid in one way (RFC 4861 §7.1.2)."""
+    if how == "solicited_multicast":
+        return nb.na(s=1, o=1, multicast=True)
+    na = nb.na(s=0, o=1, multicast=True)
+    if how == "hop_limit_254":
+        na[IPv6].hlim = 254
+    elif how == "bad_checksum":
+        na = P.with_bad_checksum(na, ICMPv6ND_NA)
+    elif how == "code_1":
+        na[ICMPv6ND_NA].code = 1
+    elif how == "short_length":
+        # ICMP length 20 < 24; the rest of the message follows as link-layer trailer, as a parser that
+        # ignores the length would read it
+        body = bytes(na[ICMPv6ND_NA])
+        na = P.icmpv6_from_bytes(na, body[:20])
+        na[IPv6].plen = 20
+        from scapy.packet import Padding
+
+        na = na / Padding(load=body[20:])
+    elif how == "multicast_target":
+        na = nb.na(s=0, o=1, multicast=True, target=P.ALL_NODES)
+    elif how == "zero_length_option":
+        body = bytearray(bytes(na[ICMPv6ND_NA]))
+        body[24 + 1] = 0  # the TLLA option's length octet
+        na = P.icmpv6_from_bytes(na, bytes(body))
+    else:
+        raise ValueError(how)
+    return na
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.15",
+    title="Invalid Neighbor Advertisement Handling",
+    rfc="RFC 4861 §7.1.2",
+    liveness="ns",
+    expect="the invalid NA is silently discarded: TN1's entry stays INCOMPLETE, no Echo Reply reaches TN1 while the "
+           "DUT keeps soliciting it",
+    parts=[
+        Part("A", "NUT receives invalid NA (Solicited Flag == 1)", how="solicited_multicast",
+             expect="discarded: 'If the IP Destination Address is a multicast address the Solicited flag is zero'",
+             fault="dut_accepts_solicited_multicast_na"),
+        Part("B", "NUT receives invalid NA (Hop Limit == 254)", how="hop_limit_254",
+             expect="discarded: the IP Hop Limit of an NA must be 255", fault="dut_ignores_na_hop_limit"),
+        Part("C", "NUT receives invalid NA (Invalid Checksum)", how="bad_checksum",
+             expect="discarded: the ICMP checksum must be valid", fault="dut_ignores_na_checksum"),
+        Part("D", "NUT receives invalid NA (ICMP code != zero)", how="code_1",
+             expect="discarded: the ICMP Code must be 0", fault="dut_ignores_na_code"),
+        Part("E", "NUT receives invalid NA (ICMP length < 24 octets)", how="short_length",
+             expect="discarded: the ICMP length (from the IP length) must be 24 or more octets",
+             fault="impostor_applies_na_without_validation"),
+        Part("F", "NUT receives invalid NA (Target Address is multicast)", how="multicast_target",
+             expect="discarded: the Target Address must not be a multicast address",
+             uncontrollable="an NA for a multicast target has no neighbour entry to change: a stack that skipped "
+                            "this validity test would look up the multicast address, find nothing and behave on the "
+                            "wire exactly like one that discarded it"),
+        Part("G", "NUT receives invalid NA (Option of length 0)", how="zero_length_option",
+             expect="discarded: every included option must have a length greater than zero",
+             fault="dut_ignores_zero_length_na_option"),
+    ],
+)
+@judged
+def invalid_na_is_ignored(t):
+    """'A node MUST silently discard any received Neighbor Advertisement
+    messages that do not satisfy all of the following validity checks'
+    (RFC 4861 §7.1.2).  The NA would otherwise complete TN1's pending
+    address resolution, so acceptance shows as the queued Echo Reply."""
+    nb = Neighbour(t, t.tn1)
+    nce.incomplete(nb)
+    since = t.send(_invalid_na(nb, t.p.how), label=f"invalid NA ({t.p.how}) from TN1")
+    problems, seen = nce.judge_resolution_continues(nb, since)
+    text = f"TN1 INCOMPLETE, invalid NA ({t.p.how}) sent; then {seen}"
+    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.22",
+    title="Fragmented Neighbor Solicitation is dropped",
+    rfc="RFC 6980 §5",
+    liveness="echo",
+    fault="dut_accepts_fragmented_nd",
+    expect="no Neighbor Advertisement: a Neighbor Solicitation carried in IPv6 fragments is silently ignored",
+)
+def fragmented_ns_is_ignored(t):
+    """'...nodes MUST silently ignore ND messages if the packets carrying
+    them include an IPv6 Fragmentation Header' — with the SEND exception
+    only (RFC 6980 §5).  The NS is valid otherwise (unicast, with SLLA)."""
+    nb = Neighbour(t, t.tn1)
+    frags = nce.fragments(nb.ns(multicast=False, sll=True))
+    return t.expect_silence(frags, nb.is_na_for_me, what="Neighbor Advertisement to TN1")
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.23",
+    title="Fragmented Neighbor Advertisement is dropped",
+    rfc="RFC 6980 §5",
+    liveness="ns",
+    fault="dut_accepts_fragmented_nd",
+    expect="the fragmented NA is ignored: TN1's entry stays INCOMPLETE, no Echo Reply reaches TN1 while the DUT keeps "
+           "soliciting it",
+)
+@judged
+def fragmented_na_is_ignored(t):
+    """RFC 6980 §5: a Neighbor Advertisement in IPv6 fragments MUST be
+    silently ignored.  Here it is a valid solicited NA (S=1, O=1, TLLA)
+    that would otherwise complete TN1's pending address resolution."""
+    nb = Neighbour(t, t.tn1)
+    nce.incomplete(nb)
+    since = t.port.now()
+    for frag in nce.fragments(nb.na(s=1, o=1)):
+        t.send(frag, label="fragment of a solicited NA from TN1")
+    problems, seen = nce.judge_resolution_continues(nb, since)
+    text = f"TN1 INCOMPLETE, fragmented NA sent; then {seen}"
+    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
