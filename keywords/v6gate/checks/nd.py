@@ -10,12 +10,15 @@ be the only router).  In the lab, NUD checks use the ``nud-fast`` DUT
 configuration (DELAY_FIRST_PROBE_TIME 1 s, stated in the lab target).
 """
 
+import itertools
+
 from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, ICMPv6NDOptSrcLLAddr, IPv6
 from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
 from ..net import nce
 from ..net import packets as P
+from ..net.firsthop import FirstHop
 from ..net.nce import Expect, Neighbour, NudTiming, judged
 from ..net.nd import ND_HOP_LIMIT, neighbor_solicitation
 
@@ -216,7 +219,7 @@ NA_VARIANTS = [
 def _na_fault(state: str, multicast: bool, s: int, o: int, tlla: str) -> str:
     """The lab fault under which the part's expected outcome fails."""
     new_state, lla = na_outcome(state, s, o, tlla)
-    if lla == "new" or new_state == "reachable" and state != "reachable":
+    if lla == "new" or (new_state == "reachable" and state != "reachable"):
         return "dut_ignores_na_after_resolution"  # the NA must change the entry: a DUT ignoring it fails
     if tlla == "diff":
         return "dut_takes_later_na_as_override"  # must not take the new address: forcing O=1 makes it
@@ -741,3 +744,473 @@ def fragmented_na_is_ignored(t):
     problems, seen = nce.judge_resolution_continues(nb, since)
     text = f"TN1 INCOMPLETE, fragmented NA sent; then {seen}"
     return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+
+
+# ================================================================================================
+# On-link determination and the Prefix List (RFC 4861 §5.2, §6.3.4)
+# ================================================================================================
+
+def _direct(bench: FirstHop, answer, node, src: str) -> tuple[list[str], str]:
+    """The DUT resolved ``src`` itself and answered ``node`` directly."""
+    seen = answer.describe(bench.names)
+    problems = []
+    if answer.reply is None:
+        problems.append(f"no Echo Reply to {src}")
+    elif answer.mac != node.mac.lower():
+        problems.append(f"the Echo Reply to {src} went to {bench.names.get(answer.mac, answer.mac)}, not directly to "
+                        f"{node.name} ({node.mac}): {src} was not taken as on-link")
+    if not answer.solicited(src):
+        problems.append(f"no Neighbor Solicitation for {src}: it was not resolved as an on-link neighbour")
+    return problems, seen
+
+
+def _via_router(bench: FirstHop, answer, src: str) -> tuple[list[str], str]:
+    """The DUT answered ``src`` through TR1, without soliciting it."""
+    seen = answer.describe(bench.names)
+    problems = []
+    if answer.reply is None:
+        problems.append(f"no Echo Reply to {src} (it should go through TR1, the default router)")
+    elif answer.mac != bench.tr1.mac.lower():
+        problems.append(f"the Echo Reply to {src} went to {bench.names.get(answer.mac, answer.mac)}, not through TR1")
+    if answer.solicited(src):
+        problems.append(f"the DUT solicited {src}: it took an off-link address as on-link")
+    return problems, seen
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.1",
+    title="On-link Determination",
+    rfc="RFC 4861 §5.2, §6.3.4",
+    needs=["exclusive_router"],
+    liveness="ns",
+    expect="next-hop determination follows the Prefix List: on-link correspondents are resolved and answered directly, "
+           "others through the default router",
+    parts=[
+        Part("A", "Link-local Address", where="link_local", fault="dut_routes_link_local_via_router",
+             expect="an Echo Request from TN1's link-local address is answered directly: the DUT solicits TN1's "
+                    "link-local address and replies to TN1's MAC (link-local addresses are always on-link)"),
+        Part("B", "Global Address, On-link Prefix covers TN1", where="on_link", fault="dut_ignores_on_link_flag",
+             expect="an Echo Request from TN1's global address in the advertised on-link prefix is answered "
+                    "directly: the DUT solicits that address and replies to TN1's MAC"),
+        Part("C", "Global Address, On-link Prefix does not cover TN2", where="off_link",
+             fault="dut_assumes_all_destinations_on_link",
+             expect="an Echo Request from TN2's address outside every on-link prefix is answered through TR1, the "
+                    "default router, even though TN2 sent it directly: no NS for TN2's address"),
+    ],
+)
+@judged
+def next_hop_follows_prefix_list(t):
+    """'Next-hop determination for a given unicast destination operates as
+    follows.  The sender performs a longest prefix match against the Prefix
+    List to determine whether the packet's destination is on- or off-link.
+    If the destination is on-link, the next-hop address is the same as the
+    packet's destination address.  Otherwise, the sender selects a router
+    from the Default Router List' (RFC 4861 §5.2); the link-local prefix is
+    always on-link (§5.1)."""
+    bench = FirstHop(t).start()
+    if t.p.where == "link_local":
+        node = bench.name(t.tn1)
+        answer = bench.ask(node.link_local, via=node, dst=t.dut.link_local)
+        problems, seen = _direct(bench, answer, node, node.link_local)
+    elif t.p.where == "on_link":
+        node = bench.name(t.tn1)
+        answer = bench.ask(node.global_addr, via=node)
+        problems, seen = _direct(bench, answer, node, node.global_addr)
+    else:
+        node = bench.offlink_node("TN2")
+        answer = bench.ask(node.offlink, via=node)
+        problems, seen = _via_router(bench, answer, node.offlink)
+    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.3",
+    title="Prefix Information Option Processing, On-link Flag (Hosts Only)",
+    rfc="RFC 4861 §6.3.4, §4.6.2",
+    scope="host",
+    needs=["exclusive_router"],
+    liveness="echo",
+    fault="dut_takes_every_prefix_as_on_link",
+    expect="a prefix advertised with the on-link flag clear does not make its addresses on-link: an Echo Request from "
+           "TN1's address in that prefix is answered through TR1, with no NS for TN1's address",
+)
+@judged
+def prefix_without_on_link_flag_is_not_on_link(t):
+    """'If the prefix is the link-local prefix, silently ignore the Prefix
+    Information option.  If the on-link flag is set ... add the prefix to
+    the Prefix List' (RFC 4861 §6.3.4); L=0 means 'the advertisement makes
+    no statement about on-link or off-link properties of the prefix' (§4.6.2),
+    so it must not be added and TN1 stays off-link."""
+    bench = FirstHop(t, on_link=False).start()
+    node = bench.name(t.tn1)
+    answer = bench.ask(node.global_addr, via=node)
+    problems, seen = _via_router(bench, answer, node.global_addr)
+    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.4",
+    title="Host Prefix List (Hosts Only)",
+    rfc="RFC 4861 §6.3.4",
+    scope="host",
+    needs=["exclusive_router"],
+    liveness="echo",
+    expect="the on-link prefix stays in the Prefix List for its Valid Lifetime, as last advertised",
+    parts=[
+        Part("A", "Prefix Lifetime has not Expired", refresh=False, fault="dut_ignores_on_link_flag",
+             expect="before its Valid Lifetime ends, the prefix is on-link: an Echo Request from TN1's address in it "
+                    "is answered directly after an NS for that address"),
+        Part("B", "Prefix Lifetime updated by Router Advertisement", refresh=True,
+             fault="dut_ignores_later_router_advertisements",
+             expect="a second RA resets the prefix's invalidation timer: past the first lifetime TN1 is still on-link "
+                    "(answered directly), past the renewed one it is off-link (answered through TR1)"),
+    ],
+)
+@judged
+def prefix_list_follows_valid_lifetime(t):
+    """'If the prefix is already present in the host's Prefix List as the
+    result of a previously received advertisement, reset its invalidation
+    timer to the Valid Lifetime value in the Prefix Information option'; a
+    prefix whose invalidation timer expires is removed (RFC 4861 §6.3.4,
+    §5.3).  Lifetimes are short (whole seconds, a few reply timeouts) so the
+    check waits them out."""
+    valid = max(3, int(3 * t.reply_timeout + 0.999))
+    bench = FirstHop(t, valid=valid, preferred=valid, autonomous=0).start()
+    node = bench.name(t.tn1)
+    t0 = bench.started
+    seen_all = []
+    if t.p.refresh:
+        t.wait(max(0.0, t0 + valid / 2 - t.port.now()))
+        t.send(bench.ra(), label=f"RA from TR1 renewing the prefix: valid lifetime {valid} s")
+        checks = [(t0 + valid + 0.5, True), (t0 + valid * 1.5 + 1.0, False)]
+    else:
+        checks = [(t0 + valid * 0.6, True)]
+    problems = []
+    for when, on_link in checks:
+        t.wait(max(0.0, when - t.port.now()))
+        answer = bench.ask(node.global_addr, via=node, dst=t.dut.link_local)
+        more, seen = (_direct(bench, answer, node, node.global_addr) if on_link
+                      else _via_router(bench, answer, node.global_addr))
+        seen_all.append(f"at +{answer.since - t0:.1f} s: {seen}")
+        problems += [f"at +{answer.since - t0:.1f} s: {p}" for p in more]
+    text = f"prefix {bench.prefix} valid {valid} s; " + "; ".join(seen_all)
+    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+
+
+# ================================================================================================
+# Address resolution and NUD as the DUT originates them (RFC 4861 §7.2.2, §7.3.3)
+# ================================================================================================
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.2",
+    title="Resolution Wait Queue",
+    rfc="RFC 4861 §7.2.2",
+    liveness="ns",
+    fault="dut_loses_packets_awaiting_resolution",
+    expect="packets waiting for address resolution are queued per neighbour and sent once it completes: at least the "
+           "most recent of three Echo Replies reaches each node (the queue MUST hold one packet; a new arrival SHOULD "
+           "replace the oldest)",
+    parts=[
+        Part("A", "Single Queue", nodes=1),
+        Part("B", "Multiple Queues", nodes=2),
+    ],
+)
+@judged
+def packets_wait_for_address_resolution(t):
+    """'While waiting for address resolution to complete, the sender MUST,
+    for each neighbor, retain a small queue of packets waiting for address
+    resolution to complete.  The queue MUST hold at least one packet, and
+    MAY contain more. ... When a queue overflows, the new arrival SHOULD
+    replace the oldest entry.  Once address resolution completes, the node
+    transmits any queued packets.' (RFC 4861 §7.2.2)"""
+    nbs = [Neighbour(t, t.node(f"TN{i + 1}")) for i in range(t.p.nodes)]
+    since = t.port.now()
+    for nb in nbs:
+        for _ in range(3):
+            t.send(nb.echo_request(), label=f"Echo Request {nb.seq} from {nb.name}")
+    for nb in nbs:
+        ns = t.port.expect(t.from_dut(nb.is_multicast_ns_for_me), t.reply_timeout, since=since)
+        if ns is None:
+            raise nce.Deviation(f"setup: no multicast NS for {nb.name} {nb.addr} (§7.2.2)")
+    answered = t.port.now()
+    for nb in nbs:
+        t.send(nb.na(s=1, o=1), label=f"solicited NA from {nb.name}")
+    frames = t.collect(lambda p: any(nb.is_reply(p) for nb in nbs), t.reply_timeout, since=answered)
+    problems, seen = [], []
+    for nb in nbs:
+        seqs = sorted({f.pkt["ICMPv6 Echo Reply"].seq for f in frames if nb.is_reply(f.pkt)})
+        seen.append(f"{nb.name}: replies to requests {seqs or 'none'} of 1-3")
+        if not seqs:
+            problems.append(f"no queued Echo Reply reached {nb.name}")
+        elif nb.seq not in seqs:
+            problems.append(f"{nb.name}'s newest request ({nb.seq}) was not answered: the oldest were kept instead")
+    text = "; ".join(seen)
+    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+
+
+def _ns_fields(t, f, *, target: str, dst: str, dst_mac: str | None, srcs: set[str], sllao_required: bool) -> list[str]:
+    pkt = f.pkt
+    problems = []
+    if pkt[IPv6].hlim != ND_HOP_LIMIT:
+        problems.append(f"hop limit {pkt[IPv6].hlim}, not 255")
+    if not P.same_address(pkt[IPv6].dst, dst):
+        problems.append(f"sent to {pkt[IPv6].dst}, not {dst}")
+    if dst_mac and pkt[Ether].dst.lower() != dst_mac:
+        problems.append(f"sent to MAC {pkt[Ether].dst}, not {dst_mac}")
+    if not P.same_address(pkt[ICMPv6ND_NS].tgt, target):
+        problems.append(f"target {pkt[ICMPv6ND_NS].tgt}, not {target}")
+    if not any(P.same_address(pkt[IPv6].src, s) for s in srcs):
+        problems.append(f"source {pkt[IPv6].src}, not the prompting packet's source {' or '.join(sorted(srcs))}")
+    sll = pkt[ICMPv6NDOptSrcLLAddr].lladdr.lower() if ICMPv6NDOptSrcLLAddr in pkt else None
+    if sllao_required and sll is None:
+        problems.append("no Source Link-Layer Address option (MUST be in multicast solicitations, §4.3)")
+    elif sll is not None and sll != t.dut.mac:
+        problems.append(f"Source Link-Layer Address {sll} is not the DUT's {t.dut.mac}")
+    return problems
+
+
+def _intervals(frames, retrans: float) -> list[str]:
+    """RetransTimer between successive solicitations (with the bench's
+    scheduling allowance)."""
+    out = []
+    for a, b in itertools.pairwise(frames):
+        gap = b.time - a.time
+        if not 0.5 * retrans <= gap <= 1.5 * retrans + 0.05:
+            out.append(f"{gap:.3f} s between solicitations, not RetransTimer {retrans:g} s")
+    return out
+
+
+def _address_pair(t, node, dut_kind: str, node_kind: str) -> tuple[str, str]:
+    dut = t.dut.link_local if dut_kind == "link_local" else t.dut.global_address()
+    return (node.link_local if node_kind == "link_local" else node.global_addr), dut
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.5",
+    title="Neighbor Solicitation Origination, Address Resolution",
+    rfc="RFC 4861 §7.2.2, §4.3",
+    liveness="ns",
+    fault="dut_solicits_too_often",
+    expect="address resolution sends MAX_MULTICAST_SOLICIT (3) multicast NS, RetransTimer apart, to the target's "
+           "solicited-node group, hop limit 255, from the prompting packet's source, with the DUT's link-layer "
+           "address; no more once unanswered (k/n trials)",
+    parts=[
+        Part("A", "Neighbor Solicitation Origination, Target Address Being Link-local", kind="link_local"),
+        Part("B", "Neighbor Solicitation Origination, Target Address Being Global", kind="global"),
+    ],
+)
+@judged
+def address_resolution_solicits_correctly(t):
+    """'When a node has a unicast packet to send to a neighbor, but does not
+    know the neighbor's link-layer address, it performs address resolution
+    ... creating an entry in the INCOMPLETE state and transmitting a
+    Neighbor Solicitation ... to the solicited-node multicast address ...
+    While awaiting a response, the sender SHOULD retransmit ... approximately
+    every RetransTimer milliseconds ... until MAX_MULTICAST_SOLICIT
+    solicitations have been sent.' (RFC 4861 §7.2.2)"""
+    timing = NudTiming.of(t)
+
+    def once(i):
+        node = t.node(f"TN1-{i + 1}")
+        addr, dut = _address_pair(t, node, t.p.kind, t.p.kind)
+        nb = Neighbour(t, node, addr=addr, dut_addr=dut)
+        since = t.send(nb.echo_request(), label=f"Echo Request from {addr} to {dut}")
+        frames = t.collect(nb.is_ns_for_me, timing.resolution + timing.reply + timing.retrans, since=since)
+        if not frames:
+            return False, f"no NS for {addr}"
+        problems = []
+        if frames[0].time - since > t.reply_timeout:
+            problems.append(f"first NS {frames[0].time - since:.2f} s after the packet")
+        for f in frames:
+            problems += _ns_fields(t, f, target=addr, dst=P.solicited_node(addr), dst_mac=P.multicast_mac(
+                P.solicited_node(addr)), srcs={dut}, sllao_required=True)
+        if len(frames) != nce.MAX_MULTICAST_SOLICIT:
+            problems.append(f"{len(frames)} solicitations, not MAX_MULTICAST_SOLICIT ({nce.MAX_MULTICAST_SOLICIT})")
+        problems += _intervals(frames, timing.retrans)
+        seen = (f"{len(frames)} multicast NS for {addr} from {frames[0].pkt[IPv6].src} at "
+                + ", ".join(f"+{f.time - since:.3f}" for f in frames) + " s")
+        return not problems, seen + (": " + "; ".join(dict.fromkeys(problems)) if problems else "")
+
+    return nce.trials(t, once)
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.6",
+    title="Neighbor Solicitation Origination, Reachability Confirmation",
+    rfc="RFC 4861 §7.3.3, §7.2.2",
+    liveness="ns",
+    dut_config="nud-fast",
+    fault="dut_probes_too_often",
+    expect="a packet to a STALE neighbour starts DELAY; DELAY_FIRST_PROBE_TIME later the DUT probes it with "
+           "MAX_UNICAST_SOLICIT (3) unicast NS to its cached address, RetransTimer apart, hop limit 255, target "
+           "the neighbour's address, from one of the DUT's addresses; no more once unanswered (k/n trials)",
+    parts=[
+        Part("A", "Neighbor Solicitation Origination, Link-local => Link-local", dut="link_local", node="link_local"),
+        Part("B", "Neighbor Solicitation Origination, Global => Global", dut="global", node="global"),
+        Part("C", "Neighbor Solicitation Origination, Link-local => Global", dut="link_local", node="global"),
+        Part("D", "Neighbor Solicitation Origination, Global => Link-local", dut="global", node="link_local"),
+    ],
+)
+@judged
+def unreachability_detection_probes(t):
+    """'The first time a node sends a packet to a neighbor whose entry is
+    STALE, the sender changes the state to DELAY and sets a timer to expire
+    in DELAY_FIRST_PROBE_TIME seconds.  If the entry is still in the DELAY
+    state when the timer expires, the entry's state changes to PROBE. ...
+    Upon entering the PROBE state, a node sends a unicast Neighbor
+    Solicitation message to the neighbor using the cached link-layer
+    address. ... retransmits ... every RetransTimer milliseconds until ...
+    MAX_UNICAST_SOLICIT solicitations have been sent' (RFC 4861 §7.3.3).
+    Parts name the DUT's and the neighbour's address (DUT => neighbour)."""
+    timing = NudTiming.of(t)
+    dut_addrs = {t.dut.link_local} | ({t.dut.global_address()} if "global" in (t.p.dut, t.p.node) else set())
+
+    def once(i):
+        node = t.node(f"TN1-{i + 1}")
+        addr, dut = _address_pair(t, node, t.p.dut, t.p.node)
+        nb = Neighbour(t, node, addr=addr, dut_addr=dut)
+        nce.incomplete(nb)
+        since = t.send(nb.na(s=0, o=1), label=f"unsolicited NA from {addr} (S=0 O=1 TLLA): entry STALE")
+        reply = t.port.expect(t.from_dut(nb.is_reply), t.reply_timeout, since=since)
+        if reply is None:
+            return False, f"no Echo Reply to {addr} after its NA (§7.2.5: STALE, queued packet sent)"
+        frames = t.collect(nb.is_ns_for_me, timing.probe_window + timing.probing, since=reply.time)
+        if not frames:
+            return False, f"no NS for {addr} within {timing.probe_window + timing.probing:g} s of the Echo Reply"
+        first = frames[0].time - reply.time
+        problems = []
+        if not 0.8 * timing.delay_first_probe <= first <= timing.delay_first_probe + timing.retrans + timing.reply:
+            problems.append(f"first probe {first:.2f} s after the packet, not DELAY_FIRST_PROBE_TIME "
+                            f"{timing.delay_first_probe:g} s")
+        for f in frames:
+            problems += _ns_fields(t, f, target=addr, dst=addr, dst_mac=nb.mac, srcs=dut_addrs, sllao_required=False)
+        if len(frames) != nce.MAX_UNICAST_SOLICIT:
+            problems.append(f"{len(frames)} probes, not MAX_UNICAST_SOLICIT ({nce.MAX_UNICAST_SOLICIT})")
+        problems += _intervals(frames, timing.retrans)
+        seen = (f"{len(frames)} unicast NS for {addr} from {frames[0].pkt[IPv6].src} at "
+                + ", ".join(f"+{f.time - reply.time:.3f}" for f in frames) + " s after the Echo Reply")
+        return not problems, seen + (": " + "; ".join(dict.fromkeys(problems)) if problems else "")
+
+    return nce.trials(t, once)
+
+
+# ================================================================================================
+# IsRouter flag (RFC 4861 §7.2.3, §7.2.5) and anycast (routers)
+# ================================================================================================
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.13",
+    title="Neighbor Solicitation Processing, IsRouterFlag (Host Only)",
+    rfc="RFC 4861 §7.2.3",
+    scope="host",
+    needs=["exclusive_router"],
+    liveness="echo",
+    fault="impostor_clears_isrouter_on_ns",
+    expect="an NS from the default router does not change its IsRouter flag: off-link traffic still goes through TR1 "
+           "(to the NS's link-layer address when it carried a different one)",
+    parts=[
+        Part("A", "Unicast Neighbor Solicitation without SLLA", multicast=False, sll="none"),
+        Part("B", "Unicast Neighbor Solicitation with a SLLA", multicast=False, sll="same"),
+        Part("C", "Multicast Neighbor Solicitation with a different SLLA", multicast=True, sll="diff"),
+    ],
+)
+@judged
+def ns_keeps_router_flag(t):
+    """'If a Neighbor Cache entry is created, the IsRouter flag SHOULD be
+    set to FALSE. ... If a Neighbor Cache entry already exists, its
+    IsRouter flag MUST NOT be modified.' (RFC 4861 §7.2.3, as summarised in
+    its Appendix C: an NS leaves the flag unchanged)."""
+    bench = FirstHop(t).start()
+    tn2 = bench.offlink_node("TN2")
+    bench.require_first_hop(tn2.offlink, bench.tr1, "before TR1's NS")
+    tr = Neighbour(t, bench.tr1)
+    tr.node.answers_ns = True  # TR1 stays a normal router
+    other = nce.fresh_mac()
+    sll = {"none": False, "same": tr.mac, "diff": other}[t.p.sll]
+    t.send(tr.ns(multicast=t.p.multicast, sll=sll),
+           label=f"{'multicast' if t.p.multicast else 'unicast'} NS from TR1, SLLA {sll or 'none'}")
+    t.wait(nce.SETTLE_S)
+    expect = other if t.p.sll == "diff" else tr.mac
+    bench.names[other] = f"the NS's SLLA {other}"
+    answer = bench.ask(tn2.offlink)
+    seen = answer.describe(bench.names)
+    if answer.mac != expect:
+        return t.failed(f"{seen}: after TR1's NS the DUT no longer answered off-link {tn2.offlink} through TR1 "
+                        f"({expect}): the NS changed TR1's IsRouter flag")
+    return t.passed(seen)
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.21",
+    title="Neighbor Advertisement Processing, R-bit Change (Hosts Only)",
+    rfc="RFC 4861 §7.2.5, §5.2",
+    scope="host",
+    needs=["exclusive_router"],
+    liveness="ns",
+    fault="dut_ignores_na_after_resolution",
+    expect="after TR1 advertises itself with R=0 it is no longer a default router: an off-link Echo Request is not "
+           "answered through TR1 (nor by resolving the off-link address, RFC 4861 has no on-link assumption)",
+)
+@judged
+def na_router_flag_clear_removes_default_router(t):
+    """'In those cases where the IsRouter flag changes from TRUE to FALSE as
+    a result of this update, the node MUST remove that router from the
+    Default Router List and update the Destination Cache entries for all
+    destinations using that neighbor as a router' (RFC 4861 §7.2.5).  With
+    no default router left, off-link destinations are unreachable (§5.2;
+    the RFC 2461 on-link assumption was removed)."""
+    bench = FirstHop(t, sllao=False).start()
+    tn2 = bench.offlink_node("TN2")
+    bench.require_first_hop(tn2.offlink, bench.tr1, "before TR1's R=0 NA")
+    tr = Neighbour(t, bench.tr1)
+    tr.node.answers_ns = True
+    t.send(tr.na(s=0, o=1, r=0), label="NA from TR1 with R=0 (S=0 O=1 TLLA)")
+    t.wait(nce.SETTLE_S)
+    answer = bench.ask(tn2.offlink)
+    seen = answer.describe(bench.names)
+    if answer.reply is not None:
+        return t.failed(f"{seen}: the DUT still routed off-link traffic after its only router sent R=0")
+    if answer.solicited(tn2.offlink):
+        return t.failed(f"{seen}: the DUT took the off-link {tn2.offlink} as on-link once it had no router")
+    if not t.alive("ns"):
+        return t.failed(f"{seen}, but the DUT stopped answering afterwards")
+    return t.passed(f"{seen}; the DUT still answered NS afterwards")
+
+
+@check(
+    area="nd",
+    ipv6ready="v6LC.2.1.14",
+    title="Neighbor Solicitation Processing, Anycast (Routers Only)",
+    rfc="RFC 4861 §7.2.3, §7.2.4, §7.2.7; RFC 4291 §2.6.1",
+    scope="router",
+    liveness="ns",
+    expect="an NS for the router's Subnet-Router anycast address on the link prefix is answered with a solicited NA "
+           "(Override clear) within MAX_ANYCAST_DELAY_TIME",
+)
+def ns_for_subnet_router_anycast_is_answered(t):
+    """Routers MUST support the Subnet-Router anycast address of the prefixes
+    of their interfaces (RFC 4291 §2.6.1); an NA for an anycast target
+    SHOULD have Override clear and may be delayed by up to
+    MAX_ANYCAST_DELAY_TIME (1 s) (RFC 4861 §7.2.4, §7.2.7)."""
+    max_anycast_delay = 1.0  # RFC 4861 §10
+    anycast = str(t.target.link_prefix.network_address)
+    nb = Neighbour(t, t.tn1, addr=t.tn1.global_addr)
+    nb.node.answers_ns = True
+    frame = t.expect_reply(nb.ns(multicast=True, sll=True, target=anycast),
+                           lambda p: ICMPv6ND_NA in p and P.same_address(p[ICMPv6ND_NA].tgt, anycast),
+                           within=max_anycast_delay + t.reply_timeout, what="NA for the anycast address")
+    if frame is None:
+        return t.failed(f"no NA for the Subnet-Router anycast address {anycast}")
+    na = frame.pkt[ICMPv6ND_NA]
+    seen = f"NA for {anycast}: S={na.S} O={na.O} R={na.R}"
+    problems = [m for c, m in ((not na.S, "S=0"), (na.O, "Override set for an anycast target"),
+                               (not na.R, "R=0 from a router")) if c]
+    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)

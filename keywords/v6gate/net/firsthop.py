@@ -59,7 +59,8 @@ class FirstHop:
 
     def __init__(self, t, *, prefix: ipaddress.IPv6Network | None = None,
                  router_lifetime: int = DEFAULT_ROUTER_LIFETIME, on_link: bool = True, valid: int = 2592000,
-                 preferred: int = 604800, reachable_ms: int = 0, retrans_ms: int = 0):
+                 preferred: int = 604800, reachable_ms: int = 0, retrans_ms: int = 0, autonomous: int = 1,
+                 sllao: bool = True):
         self.t = t
         self.prefix = ipaddress.IPv6Network(prefix or t.target.link_prefix)
         self.tr1 = t.node("TR1", router=True, prefix=self.prefix)
@@ -69,6 +70,8 @@ class FirstHop:
         self.preferred = preferred
         self.reachable_ms = reachable_ms
         self.retrans_ms = retrans_ms
+        self.autonomous = autonomous
+        self.sllao = sllao
         self.dut_global: str | None = None
         self.names: dict[str, str] = {t.dut.mac: "the DUT"}
         self.name(self.tr1)
@@ -81,18 +84,17 @@ class FirstHop:
 
     # -- set-up ---------------------------------------------------------------
     def ra(self, *, router_lifetime: int | None = None, valid: int | None = None, preferred: int | None = None,
-           on_link: bool | None = None, autonomous: int = 1, src_node: EmulatedNode | None = None,
-           with_prefix: bool = True):
+           on_link: bool | None = None, src_node: EmulatedNode | None = None, with_prefix: bool = True):
         router = src_node or self.tr1
         prefixes = [prefix_option(self.prefix, valid=self.valid if valid is None else valid,
                                   preferred=self.preferred if preferred is None else preferred,
                                   on_link=int(self.on_link if on_link is None else on_link),
-                                  autonomous=autonomous)] if with_prefix else []
+                                  autonomous=self.autonomous)] if with_prefix else []
         # the Prefix Information option first (before the SLLA), so lab faults find its fields at fixed offsets
         return router_advertisement(router, router_lifetime=self.router_lifetime if router_lifetime is None
                                     else router_lifetime, prefixes=prefixes, sllao=False,
                                     reachable_ms=self.reachable_ms, retrans_ms=self.retrans_ms,
-                                    options=[_sllao(router)])
+                                    options=[_sllao(router)] if self.sllao else [])
 
     def start(self) -> FirstHop:
         """Advertise TR1 and the prefix; learn the DUT's address in it (from
@@ -100,7 +102,11 @@ class FirstHop:
         it had one already) and let DAD finish."""
         t = self.t
         since = t.send(self.ra(), label=f"RA from TR1: router lifetime {self.router_lifetime} s, prefix {self.prefix} "
-                                        f"(L={int(self.on_link)}, A=1)")
+                                        f"(L={int(self.on_link)}, A={self.autonomous}, valid {self.valid} s)")
+        self.started = since
+        if not self.autonomous:
+            t.note(f"TR1 {self.tr1.link_local} ({self.tr1.mac}) is the DUT's router")
+            return self
         # RFC 4862 §5.4.2: DAD may be delayed up to MAX_RTR_SOLICITATION_DELAY (1 s)
         dad = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, self.prefix)), t.reply_timeout + 1.0, since=since)
         if dad is not None:

@@ -204,7 +204,7 @@ class Neighbour:
         self.pending.append(req)
         return req
 
-    def na(self, *, s: int, o: int, r: int = 0, tlla: str | None | bool = True, multicast: bool = False,
+    def na(self, *, s: int, o: int, r: int = 0, tlla: str | bool | None = True, multicast: bool = False,
            hlim: int = ND_HOP_LIMIT, target: str | None = None) -> Packet:
         """A Neighbor Advertisement for this node's address: to the DUT (or
         all-nodes), with the Target Link-Layer Address option carrying
@@ -217,7 +217,7 @@ class Neighbour:
             pkt = pkt / ICMPv6NDOptDstLLAddr(lladdr=self.mac if tlla is True else tlla)
         return pkt
 
-    def ns(self, *, multicast: bool, sll: str | None | bool = True, target: str | None = None) -> Packet:
+    def ns(self, *, multicast: bool, sll: str | bool | None = True, target: str | None = None) -> Packet:
         """A Neighbor Solicitation from this node for the DUT's address, with
         the Source Link-Layer Address option carrying ``sll`` (True: the
         node's MAC; a MAC; None/False: no option)."""
