@@ -120,7 +120,7 @@ class NudTiming:
         outlasts DELAY_FIRST_PROBE_TIME after the packet that created the
         entry (a node may move an entry used that recently to DELAY rather
         than STALE)."""
-        return int((2 * self.delay_first_probe + 1.0) * 1000)
+        return int((2 * self.delay_first_probe + 0.5) * 1000)
 
     def ageing(self, reachable_ms: int) -> float:
         """Seconds after confirmation by which an entry is STALE for sure."""
