@@ -39,6 +39,10 @@ def _na_seen(t, frame, *, solicited: bool, dst: str) -> tuple[list[str], str]:
         problems.append(f"sent to {ip.dst}, not to {dst}")
     if tlla is not None and tlla.lower() != t.dut.mac:
         problems.append(f"Target Link-Layer Address {tlla} is not the DUT's {t.dut.mac}")
+    # §7.2.4: Override SHOULD be 0 without a TLLA (or for anycast/proxy targets), 1 otherwise
+    if int(na.O) != int(tlla is not None):
+        problems.append(f"Override flag {na.O} {'with' if tlla else 'without'} a Target Link-Layer Address option "
+                        "(§7.2.4: it SHOULD be set exactly when the option is included for an own unicast address)")
     seen = (f"NA for {na.tgt} from {ip.src} to {ip.dst}, R={na.R} S={na.S} O={na.O}, "
             f"TLLA {'absent' if tlla is None else tlla}")
     return problems, seen
@@ -51,26 +55,35 @@ def _na_seen(t, frame, *, solicited: bool, dst: str) -> tuple[list[str], str]:
     rfc="RFC 4861 §7.2.3, §7.2.4",
     fault="dut_drops_neighbor_solicitation",
     liveness="echo",
+    dut_config="nud-fast",
     expect="a solicited Neighbor Advertisement (S=1, hop limit 255, R=0 for a host) for the target, sent "
            "to the soliciting node, with the DUT's link-layer address; the NS's source link-layer address "
-           "lets the DUT answer without resolving the solicitor first",
+           "lets the DUT answer without resolving the solicitor first and creates a STALE entry for it (an "
+           "Echo Request is answered at once, then the entry is probed after DELAY_FIRST_PROBE_TIME)",
     parts=[
         Part("A", "Unicast Neighbor Solicitation", multicast=False, sllao=True),
         Part("B", "Multicast Neighbor Solicitation", multicast=True, sllao=True,
              expect="a solicited NA (S=1, hop limit 255) to the soliciting node carrying a Target "
-                    "Link-Layer Address option (mandatory in answer to a multicast NS)"),
+                    "Link-Layer Address option (mandatory in answer to a multicast NS); the SLLA creates a STALE "
+                    "entry (an Echo Request is answered at once, then probed after DELAY_FIRST_PROBE_TIME)"),
         Part("C", "Unicast Neighbor Solicitation without SLL", multicast=False, sllao=False,
              expect="a solicited NA (S=1, hop limit 255) to the soliciting node, after the DUT resolves "
-                    "the solicitor's address itself if it needs to (the NS carried no SLLA)"),
+                    "the solicitor's address itself (the NS carried no SLLA, so it created no usable entry)"),
     ],
 )
+@judged
 def ns_is_answered_without_nce(t):
     """A valid NS for one of the node's addresses is answered with a
     solicited NA to the solicitor (RFC 4861 §7.2.4).  The solicitor is a
-    fresh node, so the DUT has no Neighbor Cache Entry for it (§7.2.3)."""
+    fresh node, so the DUT has no Neighbor Cache Entry for it; with a
+    Source Link-Layer Address option 'the recipient SHOULD create or update
+    the Neighbor Cache entry ... If an entry does not already exist, the node
+    SHOULD create a new one and set its reachability state to STALE'
+    (§7.2.3); without one it must resolve the solicitor to answer."""
     tn1 = t.tn1
     target = t.dut.link_local
     ns = neighbor_solicitation(tn1, target, dut_mac=t.dut.mac, multicast=t.p.multicast, sllao=t.p.sllao)
+    since = t.port.now()
     frame = t.expect_reply(ns, lambda p: ICMPv6ND_NA in p and P.same_address(p[ICMPv6ND_NA].tgt, target)
                            and P.same_address(p[IPv6].dst, tn1.link_local), what="Neighbor Advertisement",
                            within=t.reply_timeout + 3 * t.retrans_timer)
@@ -79,6 +92,16 @@ def ns_is_answered_without_nce(t):
     problems, seen = _na_seen(t, frame, solicited=True, dst=tn1.link_local)
     if t.p.multicast and ICMPv6NDOptDstLLAddr not in frame.pkt:
         problems.append("no Target Link-Layer Address option in answer to a multicast NS")
+    nb = Neighbour(t, tn1)
+    if t.p.sllao:
+        more, entry = nce.judge_by_echo(nb, Expect("stale", tn1.mac))
+        problems += [f"entry: {m}" for m in more]
+        seen += f"; then {entry}"
+    else:
+        resolved = t.collect(nb.is_multicast_ns_for_me, 0, since=since)
+        if not resolved or resolved[0].time > frame.time:
+            problems.append("the DUT answered an NS without SLLA without resolving the solicitor first")
+        seen += f"; {len(resolved)} multicast NS for the solicitor before its NA"
     return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
 
 
