@@ -26,7 +26,7 @@ from ..core.context import NotApplicable
 from ..net import nce
 from ..net import packets as P
 from ..net.firsthop import FirstHop
-from ..net.nce import Deviation, Expect, Neighbour, NudTiming, judged
+from ..net.nce import Deviation, Expect, Neighbour, judged
 from ..net.nd import fresh_prefix, prefix_option
 from ..net.redirect import oversized_redirected, redirect, unrecognized_option, zero_length_option
 
@@ -516,7 +516,6 @@ def _redirect_updates(t, state: str):
     """TR2's entry in ``state``; a valid Redirect (Destination TN2, Target
     TR2) from TR1 with the part's TLLA and Redirected Header; judge TR2's
     entry."""
-    timing = NudTiming.of(t)
     b = RedirectBench(t)
     tr2 = b.fh.router("TR2")
     tn2 = b.fh.offlink_node("TN2")
@@ -528,10 +527,10 @@ def _redirect_updates(t, state: str):
         nce.set_nd_timers(t, reachable_ms=nce.REACHABLE_TIME_MS)
         nce.reachable(nb)
     elif state == "stale":
-        nce.stale(nb, timing)
+        nce.stale(nb)
     elif state == "probe":
-        nce.set_nd_timers(t, reachable_ms=nce.REACHABLE_TIME_MS)
-        nce.probing(nb, timing)
+        nce.set_nd_timers(t, reachable_ms=nce.REACHABLE_TIME_MS, retrans_ms=nce.RETRANS_TIMER_MS)
+        nce.probing(nb)
     other = nce.fresh_mac()
     tlla = {"none": None, "same": nb.mac, "diff": other}[t.p.tlla]
     since = t.send(b.redirect(target=tr2.link_local, destination=tn2.offlink, tlla=tlla, rh=t.p.rh),
@@ -541,28 +540,13 @@ def _redirect_updates(t, state: str):
     if new_state == "incomplete":
         problems, seen = nce.judge_resolution_continues(nb, since)
     elif state == "incomplete":
-        problems, seen = _queued_reply_to(t, nb, expect, since)
+        problems, seen = nce.judge_resolution_completed(nb, expect.lla, since, "stale", by="the Redirect's TLLA")
     elif new_state == "probe":
         problems, seen = nce.judge_probing_continues(nb, expect.lla, since)
     else:
         problems, seen = nce.judge_by_echo(nb, expect, since)
     text = f"TR2 {state.upper()}, Redirect sent; then {seen}"
     return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
-
-
-def _queued_reply_to(t, nb: Neighbour, expect: Expect, since: float) -> tuple[list[str], str]:
-    """INCOMPLETE -> STALE by the Redirect's TLLA: the queued Echo Reply goes
-    to it, then a unicast probe after DELAY_FIRST_PROBE_TIME."""
-    timing = NudTiming.of(t)
-    seen = nb.collect(since, timing.probe_window + timing.reply)
-    problems = []
-    if seen.reply is None:
-        problems.append("the queued Echo Reply was not sent: the Redirect's TLLA did not complete the resolution")
-    elif seen.reply_mac != expect.lla:
-        problems.append(f"the queued Echo Reply went to {seen.reply_mac}, not the TLLA {expect.lla}")
-    elif not seen.unicast_ns():
-        problems.append("no unicast NS probe followed: the entry was not STALE")
-    return problems, seen.describe()
 
 
 def _nc_check(state: str, ipv6ready: str, title: str, doc_extra: str):

@@ -19,7 +19,7 @@ from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NS, 
 from scapy.layers.l2 import Ether
 
 from . import packets as P
-from .nce import Deviation
+from .nce import Deviation, advertised_retrans
 from .nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
 from .nodes import EmulatedNode
 from .port import Frame
@@ -109,9 +109,13 @@ class FirstHop:
             return self
         # RFC 4862 §5.4.2: DAD may be delayed up to MAX_RTR_SOLICITATION_DELAY (1 s)
         dad = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, self.prefix)), t.reply_timeout + 1.0, since=since)
+        if self.retrans_ms:
+            advertised_retrans(t, self.retrans_ms)
+        retrans = self.retrans_ms / 1000 if self.retrans_ms else t.retrans_timer
         if dad is not None:
             self.dut_global = dad.pkt[ICMPv6ND_NS].tgt
-            t.wait(max(0.0, dad.time + t.retrans_timer - t.port.now()) + max(0.2, t.retrans_timer))
+            # DupAddrDetectTransmits (1) x RetransTimer, and a margin for the DUT to mark it preferred
+            t.wait(max(0.0, dad.time + retrans - t.port.now()) + max(0.2, retrans))
         else:
             self.dut_global = t.dut.global_address(self.prefix)
         t.note(f"DUT global address {self.dut_global}; TR1 {self.tr1.link_local} ({self.tr1.mac}) is its router")
@@ -163,8 +167,14 @@ class FirstHop:
         return answer
 
     def require_first_hop(self, src: str, node: EmulatedNode, step: str) -> Answer:
-        """A setup step: the DUT must answer ``src`` through ``node``."""
+        """A setup step: the DUT must answer ``src`` through ``node``.  An
+        Echo Request that got no answer at all is repeated once (the DUT may
+        still have been finishing DAD or resolving the router on a loaded
+        bench); an answer through the wrong hop is not."""
         answer = self.ask(src)
+        if answer.reply is None:
+            self.t.note(f"no answer to {src} yet ({step}); asking once more")
+            answer = self.ask(src)
         if answer.mac != node.mac.lower():
             raise Deviation(f"setup ({step}): the DUT's answer to {src} went "
                             f"{'nowhere' if answer.mac is None else 'to ' + self.names.get(answer.mac, answer.mac)}"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import secrets
+import weakref
 from dataclasses import dataclass, field
 
 from scapy.layers.inet6 import (
@@ -48,6 +49,7 @@ from .port import Frame
 MAX_MULTICAST_SOLICIT = 3
 MAX_UNICAST_SOLICIT = 3
 REACHABLE_TIME_MS = 30_000
+RETRANS_TIMER_MS = 1_000
 DELAY_FIRST_PROBE_TIME = 5.0
 MIN_RANDOM_FACTOR = 0.5
 MAX_RANDOM_FACTOR = 1.5
@@ -94,7 +96,8 @@ class NudTiming:
 
             raise UsageError(f"{t.target.source}: extensions.nd.delay_first_probe_time_s must be a number of "
                              f"seconds in (0, 60], not {dfp!r}")
-        return cls(retrans=t.retrans_timer, delay_first_probe=float(dfp), reply=t.reply_timeout)
+        return cls(retrans=_ADVERTISED_RETRANS.get(t, t.retrans_timer), delay_first_probe=float(dfp),
+                   reply=t.reply_timeout)
 
     @property
     def resolution(self) -> float:
@@ -127,10 +130,24 @@ class NudTiming:
         return MAX_RANDOM_FACTOR * reachable_ms / 1000 + max(0.25, self.retrans)
 
 
+#: the RetransTimer the tester advertised to the DUT in a check (it replaces the target's for that check)
+_ADVERTISED_RETRANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def advertised_retrans(t, retrans_ms: int) -> None:
+    """Record that the check advertised ``retrans_ms`` as RetransTimer."""
+    _ADVERTISED_RETRANS[t] = retrans_ms / 1000
+
+
 def set_nd_timers(t, *, reachable_ms: int | None = None, retrans_ms: int | None = None) -> None:
     """A Router Advertisement from the tester (Router Lifetime 0: not a
     default router; no SLLA: no neighbour entry) that sets the DUT's
-    BaseReachableTime and/or RetransTimer (RFC 4861 §6.3.4)."""
+    BaseReachableTime and/or RetransTimer (RFC 4861 §6.3.4).  Checks whose
+    judgement depends on RetransTimer intervals advertise the protocol's
+    RETRANS_TIMER (1 s): bench scheduling jitter of tens of milliseconds is
+    then small against it."""
+    if retrans_ms:
+        advertised_retrans(t, retrans_ms)
     tr = t.node("TR0", router=True)
     t.send(router_advertisement(tr, router_lifetime=0, reachable_ms=reachable_ms or 0,
                                 retrans_ms=retrans_ms or 0, sllao=False),
@@ -248,19 +265,26 @@ class Neighbour:
         return ICMPv6ND_NA in p and P.same_address(p[IPv6].dst, self.addr)
 
     # -- observation ------------------------------------------------------------
-    def collect(self, since: float, window: float) -> Seen:
-        frames = self.t.collect(lambda p: self.is_reply(p) or self.is_ns_for_me(p), window, since=since)
-        reply = next((f for f in frames if self.is_reply(f.pkt)), None)
-        return Seen(since, reply, [f for f in frames if self.is_ns_for_me(f.pkt)])
+    def collect(self, since: float, window: float, until=None) -> Seen:
+        """The DUT's Echo Reply to this node and its NS for it since ``since``,
+        watched for ``window`` seconds or until ``until(Seen)`` holds."""
+        def seen_of(frames) -> Seen:
+            reply = next((f for f in frames if self.is_reply(f.pkt)), None)
+            return Seen(since, reply, [f for f in frames if self.is_ns_for_me(f.pkt)])
 
-    def observe(self, window: float | None = None) -> Seen:
+        frames = self.t.port.collect(self.t.from_dut(lambda p: self.is_reply(p) or self.is_ns_for_me(p)), window,
+                                     since=since, until=(lambda fs: until(seen_of(fs))) if until else None)
+        return seen_of(frames)
+
+    def observe(self, window: float | None = None, until=None) -> Seen:
         """Send an Echo Request from this node and watch, for ``window``
-        seconds, the DUT's Echo Reply and its Neighbor Solicitations for the
-        node (default window: long enough for a STALE entry to be probed)."""
+        seconds (or until ``until(Seen)``), the DUT's Echo Reply and its
+        Neighbor Solicitations for the node (default window: long enough for
+        a STALE entry to be probed)."""
         timing = NudTiming.of(self.t)
         window = timing.probe_window if window is None else window
         since = self.t.send(self.echo_request(), label=f"Echo Request from {self.name} {self.addr}")
-        seen = self.collect(since, window)
+        seen = self.collect(since, window, until)
         self.t.note(f"{self.name}: {seen.describe()}")
         return seen
 
@@ -300,7 +324,7 @@ def reachable(nb: Neighbour) -> Frame:
     return reply
 
 
-def stale(nb: Neighbour, timing: NudTiming) -> None:
+def stale(nb: Neighbour) -> None:
     """No entry -> REACHABLE -> STALE by ageing (§7.3.3: 'more than
     ReachableTime milliseconds have elapsed since the last positive
     confirmation').  Shortens ReachableTime with an RA first, restores the
@@ -308,6 +332,7 @@ def stale(nb: Neighbour, timing: NudTiming) -> None:
     observation window).  The node must not be probed meanwhile: a probe
     means the DUT used the entry and it is not STALE."""
     t = nb.t
+    timing = NudTiming.of(t)
     short = timing.short_reachable_ms
     set_nd_timers(t, reachable_ms=short)
     confirmed = reachable(nb).time
@@ -322,12 +347,13 @@ def stale(nb: Neighbour, timing: NudTiming) -> None:
     t.note(f"{nb.name} STALE")
 
 
-def probing(nb: Neighbour, timing: NudTiming) -> Frame:
+def probing(nb: Neighbour) -> Frame:
     """No entry -> INCOMPLETE -> STALE (unsolicited NA, S=0 O=1) -> DELAY
     (the queued Echo Reply is sent) -> PROBE after DELAY_FIRST_PROBE_TIME
     (§7.3.3).  Returns the first unicast probe; the entry is in PROBE for
     MAX_UNICAST_SOLICIT x RetransTimer after it."""
     t = nb.t
+    timing = NudTiming.of(t)
     incomplete(nb)
     since = t.send(nb.na(s=0, o=1), label=f"unsolicited NA from {nb.name} (S=0 O=1 TLLA {nb.mac})")
     reply = t.port.expect(t.from_dut(nb.is_reply), t.reply_timeout, since=since)
@@ -370,7 +396,11 @@ def judge_by_echo(nb: Neighbour, expect: Expect, since: float | None = None) -> 
     nb.t.wait(SETTLE_S)
     early = [] if since is None else nb.t.collect(nb.is_ns_for_me, 0, since=since)
     if expect.state in ("none", "incomplete"):
-        seen = nb.observe(max(timing.reply, timing.retrans * 2))
+        # decided by the first multicast NS (or an immediate reply)
+        seen = nb.observe(max(timing.reply, timing.retrans * 2), until=lambda s: bool(s.ns) or s.reply is not None)
+    elif expect.state == "stale":
+        # decided once the reply and the first unicast probe after it are in (REACHABLE needs the whole window)
+        seen = nb.observe(timing.probe_window, until=lambda s: s.reply is not None and bool(s.unicast_ns()))
     else:
         seen = nb.observe(timing.probe_window)
     problems = []
@@ -404,7 +434,7 @@ def judge_probing_continues(nb: Neighbour, expect_lla: str, since: float) -> tup
     keeps probing the cached address (a REACHABLE or STALE entry would not)."""
     timing = NudTiming.of(nb.t)
     window = timing.probing + timing.reply
-    probes = nb.t.collect(nb.is_ns_for_me, window, since=since)
+    probes = nb.t.port.collect(nb.t.from_dut(nb.is_ns_for_me), window, since=since, until=bool)
     seen = ", ".join(f"NS to {f.pkt[Ether].dst} ({f.pkt[IPv6].dst}) at +{f.time - since:.2f} s" for f in probes)
     problems = []
     unicast = [f for f in probes if nb.is_unicast_ns_for_me(f.pkt)]
@@ -415,6 +445,29 @@ def judge_probing_continues(nb: Neighbour, expect_lla: str, since: float) -> tup
         bad = next(f for f in unicast if f.pkt[Ether].dst.lower() != expect_lla)
         problems.append(f"probe sent to {bad.pkt[Ether].dst}, not the cached {expect_lla}: the address was changed")
     return problems, seen or f"no NS for {nb.addr} within {window:g} s"
+
+
+def judge_resolution_completed(nb: Neighbour, lla: str, since: float, state: str,
+                               by: str = "the message") -> tuple[list[str], str]:
+    """INCOMPLETE -> ``state`` ('reachable' or 'stale') with ``lla`` by the
+    message sent at ``since``: the queued Echo Reply goes to ``lla``
+    (§7.2.2); a STALE entry is then probed after DELAY_FIRST_PROBE_TIME,
+    a REACHABLE one is not."""
+    timing = NudTiming.of(nb.t)
+    window = timing.probe_window + timing.reply
+    seen = nb.collect(since, window, until=(lambda s: s.reply is not None and bool(s.unicast_ns()))
+                      if state == "stale" else None)
+    nb.t.note(f"{nb.name}: {seen.describe()}")
+    problems = []
+    if seen.reply is None:
+        problems.append(f"the queued Echo Reply was not sent: {by} did not complete the address resolution")
+    elif seen.reply_mac != lla:
+        problems.append(f"the queued Echo Reply went to {seen.reply_mac}, not {lla}")
+    elif state == "reachable" and seen.unicast_ns():
+        problems.append(f"a unicast NS followed: the entry was not REACHABLE after {by}")
+    elif state == "stale" and not seen.unicast_ns():
+        problems.append(f"no unicast NS probe within {window:g} s of the Echo Reply: the entry was not STALE after {by}")
+    return problems, seen.describe()
 
 
 def judge_resolution_continues(nb: Neighbour, since: float) -> tuple[list[str], str]:
