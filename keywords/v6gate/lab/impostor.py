@@ -6,10 +6,22 @@ and its frames leave through the DUT's own interface.
 
 Rules live in ``v6gate/lab/impostor_rules/`` (one module per area) and are
 named by faults: ``impostor: {rule: answer_invalid_ns, params: {...}}``.
-A rule is called as ``rule(pkt, dut, impostor=<Impostor>, **params)``; it
-returns the frames to send at once, and may schedule later ones with
-``impostor.later(seconds, frames)`` (a stack's timers, e.g. a reassembly
-timeout) or act on the DUT's namespace (``impostor.ns``).
+A rule is called as ``rule(pkt, dut, impostor=<Impostor>, **params)`` (the
+``impostor`` keyword only if the rule accepts it).  ``dut`` is a dict
+(``mac``, ``link_local``, ``addresses``, ``prefix``, and ``netns``/``ifname``
+of the lab DUT).  The rule returns the frames to send at once; besides that it
+may
+
+* keep memory for the impostor's lifetime in ``impostor.state`` (a simulated
+  protocol client with its own transaction state),
+* send later with ``impostor.later(seconds, frames)`` where ``frames`` is a
+  list or a callable producing it when the timer fires (a stack's timers:
+  a reassembly timeout, retransmissions), or at once with ``impostor.send``,
+* *react* in the DUT's namespace (``impostor.ns``), e.g. install the
+  neighbour entry an invalid message would have created in a stack that
+  skipped a validity test, so the kernel itself then behaves as that stack.
+
+Everything stops with the impostor (timers cancelled, the port closed).
 """
 
 from __future__ import annotations
@@ -53,11 +65,13 @@ class Impostor:
         sig = inspect.signature(self.rule).parameters
         if "impostor" in sig or any(p.kind is p.VAR_KEYWORD for p in sig.values()):
             self.params["impostor"] = self
-        self.dut = dut
         self.ns = ns
+        self.dut = {**dut, "netns": ns, "ifname": iface}
         self.port = Port(iface, ns)
         self.answers = 0
+        self.state: dict = {}  # the rule's memory for this impostor's lifetime
         self._timers: list[threading.Timer] = []
+        self._stopped = threading.Event()
 
     def start(self) -> Impostor:
         self.port.open()
@@ -69,21 +83,31 @@ class Impostor:
             port.send(reply)
             self.answers += 1
 
-    def later(self, seconds: float, frames) -> None:
-        """Send ``frames`` after ``seconds`` (unless the impostor stops first)."""
+    def send(self, frames) -> None:
+        """Send ``frames`` now (from a rule's timer); nothing once stopped."""
+        for f in frames or ():
+            if self._stopped.is_set():
+                return
+            with contextlib.suppress(Exception):  # the port closed under us: the fault is being removed
+                self.port.send(f)
+                self.answers += 1
+
+    def later(self, seconds: float, frames: list | Callable[[], list]) -> threading.Timer:
+        """Send ``frames`` after ``seconds`` unless the impostor stops first;
+        a callable is called when the timer fires and its frames are sent."""
 
         def fire():
-            with contextlib.suppress(Exception):
-                for f in frames:
-                    self.port.send(f)
-                    self.answers += 1
+            if not self._stopped.is_set():
+                self.send(frames() if callable(frames) else frames)
 
-        timer = threading.Timer(seconds, fire)
+        timer = threading.Timer(max(0.0, seconds), fire)
         timer.daemon = True
-        self._timers.append(timer)
+        self._timers = [t for t in self._timers if t.is_alive()] + [timer]
         timer.start()
+        return timer
 
     def stop(self) -> None:
+        self._stopped.set()
         for timer in self._timers:
             timer.cancel()
         self.port.close()

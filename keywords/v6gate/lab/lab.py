@@ -185,7 +185,7 @@ class Lab:
         argv = ["sysctl", "-q"] + (["-e"] if best_effort else []) + ["-w"] + [f"{k}={v}" for k, v in values.items()]
         run(argv, ns=ns, check=not best_effort, what=f"sysctl in {ns}")
 
-    def _build_node(self, name: str, extra_sysctl: dict | None = None) -> None:
+    def _build_node(self, name: str, extra_sysctl: dict | None = None, extra_neigh: dict | None = None) -> None:
         node = self.topology.nodes[name]
         ns = self.ns(name)
         run(["ip", "netns", "add", ns])
@@ -202,7 +202,8 @@ class Lab:
         ip_batch(sw_cmds, self.switch_ns, what=f"lab ports of {name}")
         ip_batch(node_cmds, ns, what=f"lab node {name}")
         # per-interface neighbour settings must precede link-up (DAD uses them)
-        per_if = {f"net.ipv6.neigh.{i.ifname}.{k}": v for i in node.ifaces.values() for k, v in node.neigh.items()}
+        neigh = {**node.neigh, **(extra_neigh or {})}
+        per_if = {f"net.ipv6.neigh.{i.ifname}.{k}": v for i in node.ifaces.values() for k, v in neigh.items()}
         self._sysctl(ns, per_if)
         up_cmds = []
         for iface in node.ifaces.values():
@@ -330,7 +331,7 @@ class Lab:
         shutil.rmtree(f"/etc/netns/{ns}", ignore_errors=True)
         cfg = self._dut_config(config)
         self.dut_config = config
-        self._build_node(name, {**cfg["sysctl"], **(boot_sysctl or {})})
+        self._build_node(name, {**cfg["sysctl"], **(boot_sysctl or {})}, cfg.get("neigh"))
         self._start_services(name, cfg["services"])
         self._register()
         self.dut_faulted = bool(boot_sysctl)
@@ -340,7 +341,7 @@ class Lab:
 
     def _dut_config(self, name: str | None) -> dict:
         if not name:
-            return {"sysctl": {}, "services": [], "ready": {}}
+            return {"sysctl": {}, "neigh": {}, "services": [], "ready": {}}
         configs = self.dut_node.configs
         if name not in configs:
             raise LabError(f"the topology {self.topology.path} has no DUT configuration {name!r}; "

@@ -101,11 +101,12 @@ def load_topology(path: str | Path | None = None) -> Topology:
         configs = {}
         for cname, cspec in (spec.get("configs") or {}).items():
             cspec = cspec or {}
-            unknown = set(cspec) - {"description", "sysctl", "services", "ready"}
+            unknown = set(cspec) - {"description", "sysctl", "neigh", "services", "ready"}
             if unknown:
                 raise _bad(path, f"nodes.{name}.configs.{cname}", f"unknown keys {sorted(unknown)}",
-                           "use description, sysctl, services, ready")
+                           "use description, sysctl, neigh, services, ready")
             configs[cname] = {"description": cspec.get("description", ""), "sysctl": dict(cspec.get("sysctl") or {}),
+                              "neigh": dict(cspec.get("neigh") or {}),
                               "services": list(cspec.get("services") or []), "ready": dict(cspec.get("ready") or {})}
         for svc in spec.get("services") or []:
             if not isinstance(svc, dict) or "name" not in svc:

@@ -1,0 +1,156 @@
+"""Pure logic of the nd and redirect areas: the RFC 4861 update tables the
+checks judge by, the packet builders and the lenient parser the reactive
+lab faults use.  No lab, no root."""
+
+from types import SimpleNamespace
+
+import pytest
+from scapy.layers.inet6 import (
+    ICMPv6EchoReply,
+    ICMPv6ND_NA,
+    ICMPv6ND_Redirect,
+    ICMPv6NDOptDstLLAddr,
+    IPv6,
+    IPv6ExtHdrFragment,
+)
+from scapy.layers.l2 import Ether
+from scapy.packet import Padding
+
+from v6gate.checks.nd import NA_VARIANTS, _na_fault, na_outcome, ns_outcome
+from v6gate.checks.redirect import redirect_nc_outcome
+from v6gate.lab.faults import load_faults
+from v6gate.lab.impostor_rules import _kernel as K
+from v6gate.net import nce
+from v6gate.net import packets as P
+from v6gate.net.nodes import EmulatedNode
+from v6gate.net.redirect import MIN_MTU, oversized_redirected, redirect
+
+
+# -- RFC 4861 §7.2.5 ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("s,o", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_na_without_entry_is_discarded(s, o):
+    for tlla in ("none", "same", "diff"):
+        assert na_outcome("none", s, o, tlla) == ("none", "old")
+
+
+def test_na_in_incomplete_needs_tlla_and_follows_the_solicited_flag():
+    assert na_outcome("incomplete", 1, 1, "none") == ("incomplete", "old")
+    assert na_outcome("incomplete", 1, 0, "diff") == ("reachable", "new")
+    assert na_outcome("incomplete", 0, 1, "diff") == ("stale", "new")
+
+
+def test_override_clear_with_another_address():
+    # §7.2.5 (a): REACHABLE becomes STALE without taking the address; (b) otherwise ignored
+    assert na_outcome("reachable", 1, 0, "diff") == ("stale", "old")
+    assert na_outcome("stale", 1, 0, "diff") == ("stale", "old")
+    assert na_outcome("probe", 0, 0, "diff") == ("probe", "old")
+
+
+def test_override_set_or_same_address():
+    assert na_outcome("probe", 1, 1, "diff") == ("reachable", "new")
+    assert na_outcome("stale", 0, 1, "diff") == ("stale", "new")
+    assert na_outcome("reachable", 0, 1, "diff") == ("stale", "new")
+    assert na_outcome("stale", 1, 0, "same") == ("reachable", "old")
+    assert na_outcome("probe", 0, 1, "none") == ("probe", "old")
+    assert na_outcome("reachable", 0, 0, "same") == ("reachable", "old")
+
+
+def test_na_variants_are_the_18_parts_and_multicast_ones_unsolicited():
+    assert [v[0] for v in NA_VARIANTS] == [chr(ord("A") + i) for i in range(18)]
+    assert all(s == 0 for _, multicast, s, _, _ in NA_VARIANTS if multicast)
+    assert len({v[1:] for v in NA_VARIANTS}) == 18
+
+
+@pytest.mark.parametrize("state", ["reachable", "stale", "probe"])
+def test_every_na_part_names_an_existing_fault(state):
+    faults = load_faults()
+    for _, multicast, s, o, tlla in NA_VARIANTS:
+        assert _na_fault(state, multicast, s, o, tlla) in faults
+
+
+# -- RFC 4861 §7.2.3 and §8.3 ------------------------------------------------------------------------------
+def test_ns_updates():
+    assert ns_outcome("none", "same") == ("stale", "new")
+    assert ns_outcome("incomplete", "none") == ("incomplete", "old")
+    assert ns_outcome("reachable", "same") == ("reachable", "old")
+    assert ns_outcome("probe", "diff") == ("stale", "new")
+
+
+def test_redirect_updates():
+    assert redirect_nc_outcome("none", "none") == ("none", "old")
+    assert redirect_nc_outcome("none", "diff") == ("stale", "new")
+    assert redirect_nc_outcome("reachable", "same") == ("reachable", "old")
+    assert redirect_nc_outcome("probe", "diff") == ("stale", "new")
+
+
+# -- timers -------------------------------------------------------------------------------------------------
+def test_nud_timing_from_target():
+    class Check(SimpleNamespace):  # the timing is remembered per check context (weakly referenced)
+        pass
+
+    t = Check(target=SimpleNamespace(extensions={"nd": {"delay_first_probe_time_s": 1}}, source="x"),
+              retrans_timer=0.1, reply_timeout=1.0)
+    timing = nce.NudTiming.of(t)
+    assert timing.delay_first_probe == 1.0
+    # the shortest random ReachableTime must outlast DELAY_FIRST_PROBE_TIME
+    assert nce.MIN_RANDOM_FACTOR * timing.short_reachable_ms / 1000 > timing.delay_first_probe
+    assert timing.ageing(timing.short_reachable_ms) > nce.MAX_RANDOM_FACTOR * timing.short_reachable_ms / 1000
+    t.target.extensions = {}
+    assert nce.NudTiming.of(t).delay_first_probe == nce.DELAY_FIRST_PROBE_TIME
+
+
+def test_bad_delay_first_probe_time_is_a_one_line_usage_error():
+    from v6gate.errors import UsageError
+
+    t = SimpleNamespace(target=SimpleNamespace(extensions={"nd": {"delay_first_probe_time_s": "5s"}}, source="t.yaml"),
+                        retrans_timer=1.0, reply_timeout=2.0)
+    with pytest.raises(UsageError, match="delay_first_probe_time_s"):
+        nce.NudTiming.of(t)
+
+
+# -- builders ----------------------------------------------------------------------------------------------
+def _na():
+    node = EmulatedNode.fresh("TN1", "2001:db8:1::/64")
+    return (Ether(src=node.mac, dst="02:00:00:00:00:02") / IPv6(src=node.link_local, dst="fe80::1", hlim=255)
+            / ICMPv6ND_NA(S=1, O=1, tgt=node.link_local) / ICMPv6NDOptDstLLAddr(lladdr=node.mac))
+
+
+def test_fragments_reassemble_to_the_message():
+    na = _na()
+    frags = nce.fragments(na, first=16)
+    assert len(frags) == 2
+    body = b"".join(bytes(f[IPv6ExtHdrFragment].payload) for f in frags)
+    assert body == bytes(Ether(bytes(na))[IPv6].payload)
+    assert frags[0][IPv6ExtHdrFragment].m == 1 and frags[1][IPv6ExtHdrFragment].offset == 2
+    assert frags[0][IPv6ExtHdrFragment].id == frags[1][IPv6ExtHdrFragment].id
+
+
+def test_redirect_stays_within_1280_octets_unless_oversized():
+    router = EmulatedNode.fresh("TR1", "2001:db8:1::/64", router=True)
+    inner = IPv6(src="2001:db8:1::2", dst="2001:db8:9::1") / ICMPv6EchoReply(data=b"x" * 1400)
+    red = Ether(bytes(redirect(router, "02:00:00:00:00:02", "2001:db8:1::2", target="fe80::1",
+                               destination="2001:db8:9::1", redirected=inner)))
+    assert len(bytes(red[IPv6])) <= MIN_MTU
+    assert red[ICMPv6ND_Redirect].tgt == "fe80::1"
+    big = redirect(router, "02:00:00:00:00:02", "2001:db8:1::2", target="fe80::1", destination="2001:db8:9::1",
+                   redirected=oversized_redirected(inner[IPv6], 1400), trim=False)
+    assert len(bytes(big[IPv6])) > MIN_MTU
+    assert len(bytes(big[ICMPv6ND_Redirect])) % 8 == 0
+
+
+# -- the reactive faults' lenient parser --------------------------------------------------------------------
+def test_lenient_parser_reads_past_the_icmp_length():
+    na = _na()
+    body = bytes(na[ICMPv6ND_NA])
+    short = P.icmpv6_from_bytes(na, body[:20])
+    short[IPv6].plen = 20
+    frame = Ether(bytes(short / Padding(load=body[20:])))
+    src, _dst, icmp = K.icmp_bytes(frame)
+    assert K.addr(src) == na[IPv6].src
+    assert icmp[0] == 136 and K.addr(icmp[8:24]) == na[ICMPv6ND_NA].tgt
+    assert K.mac(K.options(icmp, 24)[2]) == na[ICMPv6NDOptDstLLAddr].lladdr
+
+
+def test_lenient_parser_stops_at_a_zero_length_option():
+    assert K.options(bytes([2, 0, 1, 2, 3, 4, 5, 6, 1, 1, 9, 9, 9, 9, 9, 9]), 0) == {}
+    assert K.options(bytes([1, 1, 1, 2, 3, 4, 5, 6]), 0) == {1: bytes([1, 2, 3, 4, 5, 6])}
