@@ -85,11 +85,8 @@ def test_redirect_updates():
 
 # -- timers -------------------------------------------------------------------------------------------------
 def test_nud_timing_from_target():
-    class Check(SimpleNamespace):  # the timing is remembered per check context (weakly referenced)
-        pass
-
-    t = Check(target=SimpleNamespace(extensions={"nd": {"delay_first_probe_time_s": 1}}, source="x"),
-              retrans_timer=0.1, reply_timeout=1.0)
+    t = SimpleNamespace(target=SimpleNamespace(extensions={"nd": {"delay_first_probe_time_s": 1}}, source="x"),
+                        retrans_timer=0.1, reply_timeout=1.0)
     timing = nce.NudTiming.of(t)
     assert timing.delay_first_probe == 1.0
     # the shortest random ReachableTime must outlast DELAY_FIRST_PROBE_TIME
@@ -97,6 +94,8 @@ def test_nud_timing_from_target():
     assert timing.ageing(timing.short_reachable_ms) > nce.MAX_RANDOM_FACTOR * timing.short_reachable_ms / 1000
     t.target.extensions = {}
     assert nce.NudTiming.of(t).delay_first_probe == nce.DELAY_FIRST_PROBE_TIME
+    nce.advertised_retrans(t, 1000)  # a check that advertised RetransTimer 1 s is judged with it
+    assert nce.NudTiming.of(t).retrans == 1.0
 
 
 def test_bad_delay_first_probe_time_is_a_one_line_usage_error():

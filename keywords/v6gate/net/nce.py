@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import secrets
-import weakref
 from dataclasses import dataclass, field
 
 from scapy.layers.inet6 import (
@@ -96,7 +95,7 @@ class NudTiming:
 
             raise UsageError(f"{t.target.source}: extensions.nd.delay_first_probe_time_s must be a number of "
                              f"seconds in (0, 60], not {dfp!r}")
-        return cls(retrans=_ADVERTISED_RETRANS.get(t, t.retrans_timer), delay_first_probe=float(dfp),
+        return cls(retrans=getattr(t, "nd_advertised_retrans", None) or t.retrans_timer, delay_first_probe=float(dfp),
                    reply=t.reply_timeout)
 
     @property
@@ -130,13 +129,10 @@ class NudTiming:
         return MAX_RANDOM_FACTOR * reachable_ms / 1000 + max(0.25, self.retrans)
 
 
-#: the RetransTimer the tester advertised to the DUT in a check (it replaces the target's for that check)
-_ADVERTISED_RETRANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def advertised_retrans(t, retrans_ms: int) -> None:
-    """Record that the check advertised ``retrans_ms`` as RetransTimer."""
-    _ADVERTISED_RETRANS[t] = retrans_ms / 1000
+    """Record on the check's context that it advertised ``retrans_ms`` as
+    RetransTimer (it replaces the target's for the rest of that check)."""
+    t.nd_advertised_retrans = retrans_ms / 1000
 
 
 def set_nd_timers(t, *, reachable_ms: int | None = None, retrans_ms: int | None = None) -> None:
