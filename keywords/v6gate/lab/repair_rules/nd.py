@@ -1,0 +1,265 @@
+"""Repair rules for Neighbor Discovery and MLD messages: what a stack that
+skips the validity tests of RFC 4861 §6.1 / §7.1 (and RFC 6980 §5, RFC 3810
+§6.2 for queries) would make of an invalid message."""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+import time
+
+from ...net.packets import solicited_node
+from ..repair import DROP, repair
+
+ND_TYPES = (133, 134, 135, 136, 137)
+MLD_QUERY = 130
+#: minimum ICMP length and first option offset per message type (RFC 4861 §4, RFC 3810 §5.1)
+FIXED_PART = {133: 8, 134: 16, 135: 24, 136: 24, 137: 40, 130: 24}
+_pending: dict[tuple, dict] = {}
+
+
+@repair("nd_validity")
+def nd_validity(packet: bytes, dut: dict, types=ND_TYPES, **_):
+    """Deliver every ND message (and MLD query) of ``types`` as a valid one:
+    reassemble fragments (RFC 6980), then fix the hop limit, code, source
+    and destination rules, zero-length options, a short message, a missing
+    Router Alert (queries), and the checksum."""
+    types = tuple(types)
+    if len(packet) < 40 or packet[0] >> 4 != 6:
+        return None
+    nh, off, hbh = packet[6], 40, None
+    frag_at = None
+    while nh != 58:
+        if nh in (0, 43, 60) and off + 8 <= len(packet):
+            if nh == 0:
+                hbh = packet[off:off + (packet[off + 1] + 1) * 8]
+            nh, off = packet[off], off + (packet[off + 1] + 1) * 8
+        elif nh == 44 and off + 8 <= len(packet):
+            frag_at = off
+            nh, off = packet[off], off + 8
+        else:
+            return None
+    if frag_at is not None:
+        whole = _defragment(packet, frag_at)
+        if whole is None:
+            return DROP  # held until the other fragments arrive
+        return nd_validity(whole, dut, types=types)
+    icmp = bytearray(packet[off:])
+    if not icmp or icmp[0] not in types:
+        return None
+    ip = bytearray(packet[:40])
+    mtype = icmp[0]
+    ip[7] = 1 if mtype == MLD_QUERY else 255
+    icmp[1] = 0
+    need = FIXED_PART.get(mtype, 8)
+    if len(icmp) < need:
+        icmp += bytes(need - len(icmp))
+    src, dst = ipaddress.IPv6Address(bytes(ip[8:24])), ipaddress.IPv6Address(bytes(ip[24:40]))
+    if mtype in (130, 134, 137) and not src.is_link_local:
+        ip[8:24] = ipaddress.IPv6Address((0xFE80 << 112) | (int(src) & (2**64 - 1))).packed
+    if mtype in (135, 136):
+        tgt = ipaddress.IPv6Address(bytes(icmp[8:24]))
+        if tgt.is_multicast:
+            icmp[8:24] = ipaddress.IPv6Address(dut["link_local"]).packed
+            tgt = ipaddress.IPv6Address(dut["link_local"])
+        if mtype == 135 and src.is_unspecified and not _is_solicited_node(dst):
+            ip[24:40] = ipaddress.IPv6Address(solicited_node(str(tgt))).packed
+        if mtype == 136 and dst.is_multicast:
+            icmp[4] &= ~0x40  # Solicited flag
+    icmp = _fix_options(icmp, need, drop_sllao=(mtype == 135 and src.is_unspecified))
+    body_head = b""
+    if mtype == MLD_QUERY and not _has_router_alert(hbh):
+        body_head = bytes([58, 0, 5, 2, 0, 0, 1, 0])  # Hop-by-Hop: Router Alert (MLD) + PadN
+    ip[6] = 0 if (mtype == MLD_QUERY) else 58
+    if mtype == MLD_QUERY and not body_head:
+        body_head = bytes(hbh)
+    payload = body_head + bytes(icmp)
+    ip[4:6] = struct.pack("!H", len(payload))
+    icmp[2:4] = b"\0\0"
+    cks = _checksum(bytes(ip[8:24]), bytes(ip[24:40]), bytes(icmp))
+    icmp[2:4] = struct.pack("!H", cks)
+    return bytes(ip) + body_head + bytes(icmp)
+
+
+def _fix_options(icmp: bytearray, start: int, *, drop_sllao: bool) -> bytearray:
+    """Options with a length of zero get a length of 1 (8 octets); a Source
+    Link-Layer Address option is dropped where it must not be (DAD NS)."""
+    out, off = bytearray(icmp[:start]), start
+    while off + 2 <= len(icmp):
+        otype, olen = icmp[off], icmp[off + 1]
+        if olen == 0:
+            olen = 1
+        chunk = bytearray(icmp[off:off + olen * 8])
+        chunk[1] = olen
+        chunk += bytes(olen * 8 - len(chunk))
+        if not (drop_sllao and otype == 1):
+            out += chunk
+        off += olen * 8
+    return out
+
+
+def _defragment(packet: bytes, at: int) -> bytes | None:
+    nh_next = packet[at]
+    offword = struct.unpack("!H", packet[at + 2:at + 4])[0]
+    offset, more = (offword >> 3) * 8, offword & 1
+    ident = struct.unpack("!I", packet[at + 4:at + 8])[0]
+    key = (packet[8:40], ident)
+    now = time.monotonic()
+    for k in [k for k, v in _pending.items() if now - v["t"] > 60]:
+        del _pending[k]
+    entry = _pending.setdefault(key, {"t": now, "pieces": {}, "last": None, "head": packet[:at]})
+    entry["pieces"][offset] = packet[at + 8:]
+    if not more:
+        entry["last"] = offset + len(packet[at + 8:])
+    if offset == 0:
+        entry["head"] = packet[:at]
+        entry["nh"] = nh_next
+    if entry["last"] is None or "nh" not in entry:
+        return None
+    data, pos = b"", 0
+    while pos < entry["last"]:
+        piece = entry["pieces"].get(pos)
+        if piece is None:
+            return None
+        data += piece
+        pos += len(piece)
+    del _pending[key]
+    head = bytearray(entry["head"])
+    if len(head) == 40:
+        head[6] = entry["nh"]
+    else:  # extension headers before the Fragment header: patch the last one's next header
+        head[_last_next_header_offset(bytes(head))] = entry["nh"]
+    head[4:6] = struct.pack("!H", len(head) - 40 + len(data))
+    return bytes(head) + data
+
+
+def _last_next_header_offset(head: bytes) -> int:
+    pos, nh_pos = 40, 6
+    while pos < len(head):
+        nh_pos = pos
+        pos += (head[pos + 1] + 1) * 8
+    return nh_pos
+
+
+def _is_solicited_node(addr: ipaddress.IPv6Address) -> bool:
+    return int(addr) >> 24 == int(ipaddress.IPv6Address("ff02::1:ff00:0")) >> 24
+
+
+def _has_router_alert(hbh: bytes | None) -> bool:
+    if not hbh:
+        return False
+    off = 2
+    while off < len(hbh):
+        if hbh[off] == 0:
+            off += 1
+            continue
+        if hbh[off] == 5:
+            return True
+        off += 2 + hbh[off + 1]
+    return False
+
+
+def _checksum(src: bytes, dst: bytes, icmp: bytes) -> int:
+    data = src + dst + struct.pack("!I", len(icmp)) + b"\0\0\0\x3a" + icmp
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return (~total & 0xFFFF) or 0xFFFF
+
+
+def _plain_ra(packet: bytes) -> tuple[bytearray, bytearray] | None:
+    """(IPv6 header, ICMPv6 message) of an RA without extension headers."""
+    if len(packet) < 56 or packet[0] >> 4 != 6 or packet[6] != 58 or packet[40] != 134:
+        return None
+    return bytearray(packet[:40]), bytearray(packet[40:])
+
+
+def _ra_options(icmp: bytearray):
+    off = 16
+    while off + 2 <= len(icmp) and icmp[off + 1]:
+        yield off, icmp[off], icmp[off + 1] * 8
+        off += icmp[off + 1] * 8
+
+
+def _rebuilt(ip: bytearray, icmp: bytearray) -> bytes:
+    icmp[2:4] = b"\0\0"
+    icmp[2:4] = struct.pack("!H", _checksum(bytes(ip[8:24]), bytes(ip[24:40]), bytes(icmp)))
+    return bytes(ip) + bytes(icmp)
+
+
+@repair("ra_router_lifetime_floor")
+def ra_router_lifetime_floor(packet: bytes, dut: dict, floor: int = 1800, **_):
+    """A stack that never lets a router go before ``floor`` seconds: Router
+    Lifetimes below it (zero included) are raised to it."""
+    parts = _plain_ra(packet)
+    if parts is None:
+        return None
+    ip, icmp = parts
+    if struct.unpack("!H", icmp[6:8])[0] >= floor:
+        return None
+    icmp[6:8] = struct.pack("!H", floor)
+    return _rebuilt(ip, icmp)
+
+
+@repair("ra_cur_hop_limit_default")
+def ra_cur_hop_limit_default(packet: bytes, dut: dict, default: int = 64, **_):
+    """A stack that takes Cur Hop Limit 0 (unspecified) as 'back to the
+    default' instead of 'no change'."""
+    parts = _plain_ra(packet)
+    if parts is None or parts[1][4] != 0:
+        return None
+    ip, icmp = parts
+    icmp[4] = default
+    return _rebuilt(ip, icmp)
+
+
+@repair("ra_l0_means_offlink")
+def ra_l0_means_offlink(packet: bytes, dut: dict, **_):
+    """A stack that reads a Prefix Information option with L=0 as 'this
+    prefix is off-link now': the option becomes L=1 with a valid lifetime of
+    zero, which does withdraw the prefix (RFC 4861 §6.3.4)."""
+    parts = _plain_ra(packet)
+    if parts is None:
+        return None
+    ip, icmp = parts
+    changed = False
+    for off, otype, olen in _ra_options(icmp):
+        if otype == 3 and olen == 32 and not icmp[off + 3] & 0x80:
+            icmp[off + 3] |= 0x80
+            icmp[off + 4:off + 12] = bytes(8)  # valid and preferred lifetime 0
+            changed = True
+    return _rebuilt(ip, icmp) if changed else None
+
+
+_first_lladdr: dict[bytes, bytes] = {}
+
+
+@repair("ra_sllao_sticky")
+def ra_sllao_sticky(packet: bytes, dut: dict, **_):
+    """A stack that keeps the first link-layer address it learnt for a
+    neighbour (from an NA, an NS or an RA) and reads a different Source
+    Link-Layer Address option in a later RA from it as that first address."""
+    if len(packet) < 48 or packet[0] >> 4 != 6 or packet[6] != 58:
+        return None
+    ip, icmp = bytearray(packet[:40]), bytearray(packet[40:])
+    mtype = icmp[0]
+    if mtype in (135, 136) and len(icmp) >= 32:
+        owner = bytes(ip[8:24]) if mtype == 135 else bytes(icmp[8:24])
+        off = 24
+        while off + 8 <= len(icmp) and icmp[off + 1]:
+            if icmp[off] in (1, 2) and icmp[off + 1] == 1:
+                _first_lladdr.setdefault(owner, bytes(icmp[off + 2:off + 8]))
+            off += icmp[off + 1] * 8
+        return None
+    if mtype != 134:
+        return None
+    src = bytes(ip[8:24])
+    for off, otype, olen in _ra_options(icmp):
+        if otype == 1 and olen == 8:
+            first = _first_lladdr.setdefault(src, bytes(icmp[off + 2:off + 8]))
+            if first != bytes(icmp[off + 2:off + 8]):
+                icmp[off + 2:off + 8] = first
+                return _rebuilt(ip, icmp)
+    return None
