@@ -30,7 +30,8 @@ for line in src.read_text().splitlines():
     ids = re.findall(ID, cells[0])
     if not ids:
         continue
-    if len(ids) > 1 or "5.0" in cells[0]:  # the "Changes in Core v5.0.x" table
+    changes_row = len(ids) > 1 or "5.0" in cells[0] or (ids[0].startswith("v6LC") and cells[2] not in ("H", "R", "H+R"))
+    if changes_row:  # the "Changes in Core v5.0.x" table (its third column is an RFC, not a scope)
         n = re.search(r"Parts ([A-Z])[–-]([A-Z])", cells[0])
         parts = ord(n.group(2)) - ord(n.group(1)) + 1 if n else 1
         for tid in ids:
