@@ -16,6 +16,28 @@ MLD_QUERY = 130
 #: minimum ICMP length and first option offset per message type (RFC 4861 §4, RFC 3810 §5.1)
 FIXED_PART = {133: 8, 134: 16, 135: 24, 136: 24, 137: 40, 130: 24}
 _pending: dict[tuple, dict] = {}
+_ra_prefixes: dict[bytes, None] = {}  # /64 prefixes seen in RAs, oldest first: the DUT may be forming addresses
+
+
+def _learn(packet: bytes) -> None:
+    """Remember the /64 prefixes of Prefix Information options in an RA."""
+    if len(packet) < 56 or packet[6] != 58 or packet[40] != 134:
+        return
+    off = 56
+    while off + 2 <= len(packet) and packet[off + 1]:
+        if packet[off] == 3 and packet[off + 1] == 4 and off + 32 <= len(packet) and packet[off + 2] == 64:
+            key = bytes(packet[off + 16:off + 24])
+            _ra_prefixes.pop(key, None)
+            _ra_prefixes[key] = None
+        off += packet[off + 1] * 8
+
+
+def _candidates(dut: dict) -> list[bytes]:
+    """Addresses the DUT may be probing or has: its interface identifier in
+    every /64 an RA announced (the latest first), then its known addresses."""
+    known = [ipaddress.IPv6Address(a).packed for a in [dut["link_local"], *dut.get("addresses", [])]]
+    iid = ipaddress.IPv6Address(dut["link_local"]).packed[8:]
+    return [p + iid for p in reversed(_ra_prefixes)] + known
 
 
 @repair("nd_validity")
@@ -27,6 +49,7 @@ def nd_validity(packet: bytes, dut: dict, types=ND_TYPES, **_):
     types = tuple(types)
     if len(packet) < 40 or packet[0] >> 4 != 6:
         return None
+    _learn(packet)
     nh, off, hbh = packet[6], 40, None
     frag_at = None
     while nh != 58:
@@ -53,15 +76,17 @@ def nd_validity(packet: bytes, dut: dict, types=ND_TYPES, **_):
     icmp[1] = 0
     need = FIXED_PART.get(mtype, 8)
     if len(icmp) < need:
-        icmp += bytes(need - len(icmp))
+        icmp += _completion(icmp, need, dut) if mtype in (135, 136) else bytes(need - len(icmp))
     src, dst = ipaddress.IPv6Address(bytes(ip[8:24])), ipaddress.IPv6Address(bytes(ip[24:40]))
     if mtype in (130, 134, 137) and not src.is_link_local:
         ip[8:24] = ipaddress.IPv6Address((0xFE80 << 112) | (int(src) & (2**64 - 1))).packed
     if mtype in (135, 136):
         tgt = ipaddress.IPv6Address(bytes(icmp[8:24]))
-        if tgt.is_multicast:
-            icmp[8:24] = ipaddress.IPv6Address(dut["link_local"]).packed
-            tgt = ipaddress.IPv6Address(dut["link_local"])
+        if tgt.is_multicast:  # the DUT address whose solicited-node group the target names
+            mine = next((a for a in _candidates(dut) if ipaddress.IPv6Address(solicited_node(
+                str(ipaddress.IPv6Address(a)))) == tgt), ipaddress.IPv6Address(dut["link_local"]).packed)
+            icmp[8:24] = mine
+            tgt = ipaddress.IPv6Address(mine)
         if mtype == 135 and src.is_unspecified and not _is_solicited_node(dst):
             ip[24:40] = ipaddress.IPv6Address(solicited_node(str(tgt))).packed
         if mtype == 136 and dst.is_multicast:
@@ -79,6 +104,18 @@ def nd_validity(packet: bytes, dut: dict, types=ND_TYPES, **_):
     cks = _checksum(bytes(ip[8:24]), bytes(ip[24:40]), bytes(icmp))
     icmp[2:4] = struct.pack("!H", cks)
     return bytes(ip) + body_head + bytes(icmp)
+
+
+def _completion(icmp: bytearray, need: int, dut: dict) -> bytes:
+    """The octets missing from a short NS/NA: those of a DUT address whose
+    first octets the partial Target Address has (what a parser reading past
+    the IP length into the frame's padding finds there; the checks send the
+    cut-off octets as padding), else zeros."""
+    partial = bytes(icmp[8:])
+    for packed in _candidates(dut):
+        if partial and packed.startswith(partial):
+            return packed[len(partial):] + bytes(need - len(icmp) - (16 - len(partial)))
+    return bytes(need - len(icmp))
 
 
 def _fix_options(icmp: bytearray, start: int, *, drop_sllao: bool) -> bytearray:
@@ -263,3 +300,107 @@ def ra_sllao_sticky(packet: bytes, dut: dict, **_):
                 icmp[off + 2:off + 8] = first
                 return _rebuilt(ip, icmp)
     return None
+
+
+def _dad_message(packet: bytes):
+    """(IPv6 header, ICMPv6) of a DAD NS (source ::) or an NA to a multicast
+    group, without extension headers."""
+    if len(packet) < 64 or packet[0] >> 4 != 6 or packet[6] != 58 or packet[40] not in (135, 136):
+        return None
+    ip, icmp = bytearray(packet[:40]), bytearray(packet[40:])
+    if icmp[0] == 135 and bytes(ip[8:24]) != bytes(16):
+        return None
+    if icmp[0] == 136 and ip[24] != 0xFF:
+        return None
+    return ip, icmp
+
+
+@repair("dad_target_is_ours")
+def dad_target_is_ours(packet: bytes, dut: dict, **_):
+    """A stack whose DAD compares only the interface identifier: a DAD NS,
+    or an NA to a multicast group, for any address with another identifier
+    in a prefix it is configuring counts as one for its own address there."""
+    _learn(packet)
+    parts = _dad_message(packet)
+    if parts is None:
+        return None
+    ip, icmp = parts
+    iid = ipaddress.IPv6Address(dut["link_local"]).packed[8:]
+    if bytes(icmp[16:24]) == iid:
+        return None
+    icmp[16:24] = iid
+    if icmp[0] == 135:
+        ip[24:40] = ipaddress.IPv6Address(solicited_node(str(ipaddress.IPv6Address(bytes(icmp[8:24]))))).packed
+    return _rebuilt(ip, icmp)
+
+
+@repair("ns_is_dad")
+def ns_is_dad(packet: bytes, dut: dict, **_):
+    """A stack that takes any Neighbor Solicitation for one of its addresses
+    (address resolution from a unicast source included) as a DAD probe:
+    the NS arrives as one from the unspecified address."""
+    _learn(packet)
+    if len(packet) < 64 or packet[0] >> 4 != 6 or packet[6] != 58 or packet[40] != 135:
+        return None
+    ip, icmp = bytearray(packet[:40]), bytearray(packet[40:64])
+    if bytes(ip[8:24]) == bytes(16) or bytes(icmp[8:24]) not in _candidates(dut):
+        return None
+    ip[8:24] = bytes(16)
+    ip[24:40] = ipaddress.IPv6Address(solicited_node(str(ipaddress.IPv6Address(bytes(icmp[8:24]))))).packed
+    ip[4:6] = struct.pack("!H", len(icmp))
+    return _rebuilt(ip, icmp)
+
+
+_PIO_SEEN: dict[bytes, int] = {}
+
+
+@repair("pio_rewrite")
+def pio_rewrite(packet: bytes, dut: dict, *, autonomous=None, prefix_length=None, clamp_preferred=False,
+                valid_if_zero=None, infinite_as=None, min_valid=None, first_only=False, no_extension=False, **_):
+    """Prefix Information options as a stack with one mistake reads them:
+    ``autonomous`` forces the A flag, ``prefix_length`` replaces the length,
+    ``clamp_preferred`` lowers a preferred lifetime above the valid one,
+    ``valid_if_zero`` replaces a zero valid lifetime, ``infinite_as``
+    replaces 0xffffffff, ``min_valid`` raises short valid lifetimes (the
+    address never expires), ``first_only`` drops every PIO but the first,
+    ``no_extension`` never lets a later PIO of a prefix lengthen it (its
+    valid lifetime becomes 0, which RFC 4862 §5.5.3(e) ignores)."""
+    parts = _plain_ra(packet)
+    if parts is None:
+        return None
+    ip, icmp = parts
+    out, changed, seen_pio = bytearray(icmp[:16]), False, 0
+    for off, otype, olen in _ra_options(icmp):
+        opt = bytearray(icmp[off:off + olen])
+        if otype == 3 and olen == 32:
+            seen_pio += 1
+            if first_only and seen_pio > 1:
+                changed = True
+                continue
+            valid, preferred = struct.unpack("!II", opt[4:12])
+            key = bytes(opt[16:32]) + bytes([opt[2]])
+            if autonomous is not None:
+                opt[3] = (opt[3] & ~0x40) | (0x40 if autonomous else 0)
+            if prefix_length is not None:
+                opt[2] = prefix_length
+            if clamp_preferred and preferred > valid:
+                preferred = valid
+            if valid_if_zero is not None and valid == 0:
+                valid = preferred = valid_if_zero
+            if infinite_as is not None and valid == 0xFFFFFFFF:
+                valid = infinite_as
+                preferred = min(preferred, valid)
+            if min_valid is not None and valid < min_valid:
+                valid = preferred = min_valid
+            if no_extension:
+                if key in _PIO_SEEN:
+                    valid = preferred = 0
+                else:
+                    _PIO_SEEN[key] = valid
+            opt[4:12] = struct.pack("!II", valid, preferred)
+            changed = changed or opt != icmp[off:off + olen]
+        out += opt
+    if not changed:
+        return None
+    ip[4:6] = struct.pack("!H", len(out))
+    return _rebuilt(ip, out)
