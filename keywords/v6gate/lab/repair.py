@@ -15,6 +15,10 @@ Rules live in ``v6gate/lab/repair_rules/`` and are named by faults:
       reason: ...
       repair: {rule: nd_validity, params: {types: [134]}}
 
+With ``direction: out`` the rule sees what the DUT's kernel sends instead
+(the OUTPUT chain) and changes it on the way out: a stack that builds a
+message wrongly, for checks that judge the DUT's own messages.
+
 A rule gets the IPv6 packet (bytes, no link-layer header), the DUT's
 addresses and its params, and returns the bytes to deliver instead, None to
 deliver it unchanged, or ``DROP`` to hold it back (a fragment the rule keeps
@@ -96,6 +100,9 @@ class Repairer:
             raise LabError(f"unknown repair rule {name!r}; known: {', '.join(sorted(RULES))}")
         self.rule = RULES[name]
         self.params = dict(spec.get("params") or {})
+        self.direction = spec.get("direction", "in")
+        if self.direction not in ("in", "out"):
+            raise LabError(f"repair direction {self.direction!r}: use 'in' (what the DUT receives) or 'out'")
         self.ns, self.iface, self.dut = ns, iface, dut
         self.sock: socket.socket | None = None
         self._stop = threading.Event()
@@ -110,7 +117,8 @@ class Repairer:
         self.sock = s
         self._config(_nla(NFQA_CFG_CMD, struct.pack("=BxH", NFQNL_CFG_CMD_BIND, 0)))
         self._config(_nla(NFQA_CFG_PARAMS, struct.pack("!IB", 0xFFFF, NFQNL_COPY_PACKET)))
-        rule = ["-t", "mangle", "-I", "PREROUTING", "1", "-i", self.iface, "-p", "icmpv6",
+        where = ["PREROUTING", "1", "-i"] if self.direction == "in" else ["OUTPUT", "1", "-o"]
+        rule = ["-t", "mangle", "-I", *where, self.iface, "-p", "icmpv6",
                 "-j", "NFQUEUE", "--queue-num", str(QUEUE_NUM), "--queue-bypass"]
         run(["ip6tables-legacy", *rule], ns=self.ns, what="repair fault (ip6tables-legacy NFQUEUE rule)")
         self._thread = threading.Thread(target=self._loop, name="lab-repairer", daemon=True)
