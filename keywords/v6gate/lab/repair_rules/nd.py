@@ -388,3 +388,30 @@ def pio_rewrite(packet: bytes, dut: dict, *, autonomous=None, prefix_length=None
         return None
     ip[4:6] = struct.pack("!H", len(out))
     return _rebuilt(ip, out)
+
+
+@repair("ra_dns_options")
+def ra_dns_options(packet: bytes, dut: dict, *, strip=(), lifetime=None, **_):
+    """RA DNS options (RFC 8106) as a host with one mistake reads them:
+    option types in ``strip`` (25 RDNSS, 31 DNSSL) are dropped; with
+    ``lifetime``, every RDNSS/DNSSL lifetime becomes that value (0xffffffff:
+    they never expire)."""
+    parts = _plain_ra(packet)
+    if parts is None:
+        return None
+    ip, icmp = parts
+    out, changed = bytearray(icmp[:16]), False
+    for off, otype, olen in _ra_options(icmp):
+        opt = bytearray(icmp[off:off + olen])
+        if otype in tuple(strip):
+            changed = True
+            continue
+        if lifetime is not None and otype in (25, 31) and olen >= 8:
+            new = struct.pack("!I", lifetime)
+            changed = changed or opt[4:8] != new
+            opt[4:8] = new
+        out += opt
+    if not changed:
+        return None
+    ip[4:6] = struct.pack("!H", len(out))
+    return _rebuilt(ip, out)
