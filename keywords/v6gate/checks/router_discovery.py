@@ -39,7 +39,15 @@ from ..net.rd import (
     is_rs,
     router_solicitation,
 )
-from ._observe import autoconfigure, dad_probe_in, dad_window, echo_hop_limit, next_hop_for, offlink_node
+from ._observe import (
+    autoconfigure,
+    dad_done,
+    dad_probe_in,
+    dad_window,
+    echo_hop_limit,
+    next_hop_for,
+    offlink_node,
+)
 
 #: RFC 4861 §10 node constants
 DELAY_FIRST_PROBE_TIME = 5.0
@@ -695,7 +703,7 @@ def ra_sets_is_router(t):
     dad = dad_probe_in(t, prefix, since)
     if dad is None:
         return t.failed(f"the DUT formed no address from the RA's prefix {prefix}: it did not process the RA")
-    t.wait(max(0.0, dad.time + t.retrans_timer - t.port.now()) + 0.2)
+    dad_done(t, dad)
     path = next_hop_for(t, offlink_node(t), dad.pkt[ICMPv6ND_NS].tgt, via=tr1)
     if path.kind == "router" and path.frame and ICMPv6EchoReply in path.frame.pkt:
         return t.verdict(path.frame.pkt[Ether].dst.lower() == new_mac,

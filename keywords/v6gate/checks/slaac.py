@@ -283,6 +283,25 @@ def dad_messages_for_the_tentative_address(t):
     return _dad_outcome(t, tentative, prefix, at, duplicate=t.p.same, told=told)
 
 
+def _validation_parts(table, message: str, skips_validation: str) -> list[Part]:
+    """Parts of v6LC.3.1.3 / 3.1.4: invalid messages must be discarded (the
+    fault: a stack that skips the validity tests), valid oddities still
+    reveal a duplicate (the fault: a stack that skips DAD)."""
+    valid = (f"the {message} is valid (Reserved is ignored, other options skipped): the address is a duplicate "
+             "and the DUT neither assigns nor uses it")
+    invalid = f"the invalid {message} is discarded: DAD succeeds and the address answers Neighbor Solicitations"
+    return [Part(letter, title, how=how, duplicate=dup, expect=valid if dup else invalid,
+                 fault="dut_skips_dad_on_new_addresses" if dup else skips_validation)
+            for letter, title, how, dup in table]
+
+
+def _dad_with(t, message: str, make):
+    """Answer the DUT's DAD probe with ``make(tentative)`` and judge."""
+    tentative, prefix, at = _meet_dad(t, lambda tent: [make(tent)])
+    return _dad_outcome(t, tentative, prefix, at, duplicate=t.p.duplicate,
+                        told=f"{message} for its tentative address ({t.p.how.replace('_', ' ')})")
+
+
 _DAD_NS_PARTS = [
     ("A", "NUT receives invalid DAD NS (ICMP length < 24 octets)", "short_length", False),
     ("B", "NUT receives invalid DAD NS (HopLimit !=255)", "hop_limit_254", False),
@@ -305,12 +324,7 @@ _DAD_NS_PARTS = [
     liveness="echo",
     expect="an invalid DAD NS for the tentative address is silently discarded (the DUT assigns the address); "
            "a valid one with a non-zero Reserved field or an unexpected option still reveals a duplicate",
-    parts=[Part(letter, title, how=how, duplicate=dup,
-                fault="dut_skips_dad_on_new_addresses" if dup else "dut_skips_ns_validation",
-                expect=("the DAD NS is valid (Reserved is ignored, unknown options skipped): the address is a "
-                        "duplicate and the DUT neither assigns nor uses it") if dup else
-                ("the invalid DAD NS is discarded: DAD succeeds and the address answers Neighbor Solicitations"))
-           for letter, title, how, dup in _DAD_NS_PARTS],
+    parts=_validation_parts(_DAD_NS_PARTS, "DAD NS", "dut_skips_ns_validation"),
 )
 def dad_ns_validation(t):
     """'A node MUST silently discard any received Neighbor Solicitation
@@ -319,9 +333,7 @@ def dad_ns_validation(t):
     field 'MUST be ignored by the receiver' and unrecognised options skipped
     (RFC 4861 §4.3, §4.6)."""
     tn1 = t.tn1
-    tentative, prefix, at = _meet_dad(t, lambda tent: [dad_ns(tn1, tent, t.dut.mac, t.p.how)])
-    return _dad_outcome(t, tentative, prefix, at, duplicate=t.p.duplicate,
-                        told=f"a DAD NS for its tentative address ({t.p.how.replace('_', ' ')})")
+    return _dad_with(t, "a DAD NS", lambda tent: dad_ns(tn1, tent, t.dut.mac, t.p.how))
 
 
 _DAD_NA_PARTS = [
@@ -345,12 +357,7 @@ _DAD_NA_PARTS = [
     liveness="echo",
     expect="an invalid NA for the tentative address is silently discarded (the DUT assigns the address); a "
            "valid one with a non-zero Reserved field or an extra option still reveals a duplicate",
-    parts=[Part(letter, title, how=how, duplicate=dup,
-                fault="dut_skips_dad_on_new_addresses" if dup else "dut_skips_na_validation",
-                expect=("the NA is valid (Reserved is ignored, other options skipped): the address is a duplicate "
-                        "and the DUT neither assigns nor uses it") if dup else
-                ("the invalid NA is discarded: DAD succeeds and the address answers Neighbor Solicitations"))
-           for letter, title, how, dup in _DAD_NA_PARTS],
+    parts=_validation_parts(_DAD_NA_PARTS, "NA", "dut_skips_na_validation"),
 )
 def dad_na_validation(t):
     """'A node MUST silently discard any received Neighbor Advertisement
@@ -358,9 +365,7 @@ def dad_na_validation(t):
     (RFC 4861 §7.1.2); an NA that passes them and names a tentative address
     makes it a duplicate (RFC 4862 §5.4.4)."""
     tn1 = t.tn1
-    tentative, prefix, at = _meet_dad(t, lambda tent: [dad_na(tn1, tent, t.p.how)])
-    return _dad_outcome(t, tentative, prefix, at, duplicate=t.p.duplicate,
-                        told=f"an NA for its tentative address ({t.p.how.replace('_', ' ')})")
+    return _dad_with(t, "an NA", lambda tent: dad_na(tn1, tent, t.p.how))
 
 
 @check(

@@ -1,39 +1,14 @@
-"""Control listen/unlisten templates, and the tester's DNS resolver for the
-RFC 8106 checks (pure logic: a recorded port, no lab)."""
+"""The tester's DNS resolver for the RFC 8106 checks (pure logic: a recorded
+port, no lab)."""
 
-import pytest
 from scapy.layers.dns import DNS, DNSQR
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from v6gate.core.control import NotSupported, SshControl
 from v6gate.net.dns import Resolver
 from v6gate.net.nodes import EmulatedNode
 from v6gate.net.port import Frame
-
-
-class Recorder(SshControl):
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.sent = []
-
-    def _run(self, command, timeout=60):
-        self.sent.append(command)
-        return ""
-
-
-def test_listen_templates_are_filled_and_quoted():
-    c = Recorder({"host": "dut", "commands": {"listen": "join {group} {interface}", "unlisten": "leave {group}"}},
-                 interface="eth0")
-    c.listen("ff12::1:2")
-    c.unlisten("ff12::1:2")
-    assert c.sent == ["join ff12::1:2 eth0", "leave ff12::1:2"]
-
-
-def test_missing_listen_template_is_a_skip_reason():
-    with pytest.raises(NotSupported, match=r"control.ssh.commands.listen is not set"):
-        SshControl({"host": "dut", "commands": {}}).listen("ff12::1")
 
 
 class FakePort:
