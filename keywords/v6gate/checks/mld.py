@@ -116,7 +116,7 @@ def _answers_query(t, *, specific: bool, mrd_ms: int, trials: int):
                     f"Delay ({mrd_ms} ms): delays {delays} s")
 
 
-@check(area="mld", ipv6ready="MLD.1.1", title="Receive General Query with Zero Max Response Delay",
+@check(area="mld", scope="host", ipv6ready="MLD.1.1", title="Receive General Query with Zero Max Response Delay",
        rfc="RFC 2710 §4; RFC 3810 §8.2.1", capabilities=["MLDv2"], liveness="echo", fault="dut_ignores_mld_queries",
        expect="an MLDv1 General Query with Maximum Response Delay 0 is answered at once (within the reply timeout) "
               "by an MLDv1 Report for each group the DUT listens to, e.g. its solicited-node group")
@@ -128,7 +128,7 @@ def general_query_with_zero_delay_is_answered(t):
     return _answers_query(t, specific=False, mrd_ms=0, trials=1)
 
 
-@check(area="mld", ipv6ready="MLD.1.2", title="Receive General Query with Non-Zero Max Response Delay",
+@check(area="mld", scope="host", ipv6ready="MLD.1.2", title="Receive General Query with Non-Zero Max Response Delay",
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_answers_queries_late",
        expect=f"each of {TRIALS} MLDv1 General Queries with Maximum Response Delay 1000 ms is answered by an "
               "MLDv1 Report for the DUT's solicited-node group within 1000 ms (plus scheduling slack)")
@@ -138,7 +138,7 @@ def general_query_is_answered_within_max_response_delay(t):
     return _answers_query(t, specific=False, mrd_ms=1000, trials=TRIALS)
 
 
-@check(area="mld", ipv6ready="MLD.1.3", title="Receive MAS Query with Zero Max Response Delay",
+@check(area="mld", scope="host", ipv6ready="MLD.1.3", title="Receive MAS Query with Zero Max Response Delay",
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_ignores_mld_queries",
        expect="a Multicast-Address-Specific Query (MRD 0) for the DUT's solicited-node group is answered at once by "
               "an MLDv1 Report for that group only")
@@ -149,7 +149,7 @@ def specific_query_with_zero_delay_is_answered(t):
     return _answers_query(t, specific=True, mrd_ms=0, trials=1)
 
 
-@check(area="mld", ipv6ready="MLD.1.4", title="Receive MAS Query with Non-Zero Max Response Delay",
+@check(area="mld", scope="host", ipv6ready="MLD.1.4", title="Receive MAS Query with Non-Zero Max Response Delay",
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_answers_queries_late",
        expect=f"each of {TRIALS} Multicast-Address-Specific Queries (MRD 1000 ms) for the solicited-node group is "
               "answered by a Report for that group only, within 1000 ms (plus scheduling slack)")
@@ -159,7 +159,7 @@ def specific_query_is_answered_within_max_response_delay(t):
     return _answers_query(t, specific=True, mrd_ms=1000, trials=TRIALS)
 
 
-@check(area="mld", ipv6ready="MLD.1.5", title="Receive Valid Query Message with Unexpected Values",
+@check(area="mld", scope="host", ipv6ready="MLD.1.5", title="Receive Valid Query Message with Unexpected Values",
        rfc="RFC 2710 §3.2, §3.7", capabilities=["MLDv2"], liveness="echo", fault="dut_rejects_query_with_unexpected_values",
        expect="an MLDv1 General Query with a non-zero Code and Reserved field is still a valid Query: the DUT "
               "answers it with a Report for its solicited-node group")
@@ -176,7 +176,7 @@ def query_with_unexpected_values_is_answered(t):
     return t.passed(f"MLDv1 Report for {group} {report.time - since:.3f} s after the query")
 
 
-@check(area="mld", ipv6ready="MLD.1.6", title="Receive Invalid Query Messages",
+@check(area="mld", scope="host", ipv6ready="MLD.1.6", title="Receive Invalid Query Messages",
        rfc="RFC 3810 §6.2, §8.1; RFC 2710 §3", capabilities=["MLDv2"], liveness="echo",
        fault="dut_skips_mld_query_validation",
        expect="an invalid Query is dropped: no Report answers it within the silence window, and the DUT still "
@@ -227,7 +227,7 @@ def _cut_query(q, length: int):
 
 # -- MLD.1.7, 1.9: what the DUT's Reports look like -------------------------------------------------
 
-@check(area="mld", ipv6ready="MLD.1.7", title="Transmit Report Message",
+@check(area="mld", scope="host", ipv6ready="MLD.1.7", title="Transmit Report Message",
        rfc="RFC 2710 §3, §4", capabilities=["MLDv2"], liveness="echo",
        expect="the DUT's MLDv1 Report is sent to the reported group, with hop limit 1, a link-local source, a "
               "Router Alert option (value 0) in a Hop-by-Hop header, Code 0 and the group in Multicast Address",
@@ -256,7 +256,7 @@ def report_message_format(t):
     return t.failed(f"{seen}: {'; '.join(mine)}") if mine else t.passed(seen)
 
 
-@check(area="mld", ipv6ready="MLD.1.9", title="Maximum Response Delay in Report Message",
+@check(area="mld", scope="host", ipv6ready="MLD.1.9", title="Maximum Response Delay in Report Message",
        rfc="RFC 2710 §3.4", capabilities=["MLDv2"], liveness="echo", fault="dut_mld_reports_with_max_resp_delay",
        expect="the Maximum Response Delay field of the DUT's MLDv1 Report is zero, as is its Reserved field")
 def report_max_response_delay_is_zero(t):
@@ -297,7 +297,7 @@ def _suppression(t, report_kw: dict):
     return t.inconclusive(f"in {TRIALS} trials the DUT always answered before TN1's Report arrived")
 
 
-@check(area="mld", ipv6ready="MLD.1.8", title="Receive Report Message with Unexpected Values",
+@check(area="mld", scope="host", ipv6ready="MLD.1.8", title="Receive Report Message with Unexpected Values",
        rfc="RFC 2710 §3, §4", capabilities=["MLDv2"], liveness="echo", fault="dut_rejects_report_with_unexpected_values",
        expect="another listener's Report for the group with a non-zero Code, Maximum Response Delay and Reserved "
               "field still stops the DUT's delay timer: the DUT sends no Report for the group")
@@ -309,7 +309,7 @@ def report_with_unexpected_values_suppresses(t):
     return _suppression(t, {"code": 0x5A, "mrd_ms": 1234, "reserved": 0xFFFF})
 
 
-@check(area="mld", ipv6ready="MLD.1.10", title="Receive Report",
+@check(area="mld", scope="host", ipv6ready="MLD.1.10", title="Receive Report",
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_ignores_other_mld_reports",
        expect="after a General Query, another listener's Report for the group stops the DUT's delay timer: the DUT "
               "sends no Report for the group (suppression)")
@@ -321,7 +321,7 @@ def other_report_suppresses(t):
     return _suppression(t, {})
 
 
-@check(area="mld", ipv6ready="MLD.1.14", title="Node State Transition – Idle Listener",
+@check(area="mld", scope="host", ipv6ready="MLD.1.14", title="Node State Transition – Idle Listener",
        rfc="RFC 2710 §5", capabilities=["MLDv2"], liveness="echo", fault="impostor_reports_on_reports",
        expect="in Idle Listener state another listener's Report changes nothing (the DUT sends no Report), and a "
               "later Multicast-Address-Specific Query still starts the timer (a Report within its MRD)")
@@ -345,7 +345,7 @@ def idle_listener_transitions(t):
                     "(Idle -> Delaying -> Idle)")
 
 
-@check(area="mld", ipv6ready="MLD.1.15", title="Node State Transition – Delaying Listener",
+@check(area="mld", scope="host", ipv6ready="MLD.1.15", title="Node State Transition – Delaying Listener",
        rfc="RFC 2710 §4, §5", capabilities=["MLDv2"], liveness="echo", fault="dut_keeps_first_mld_timer",
        expect=f"in Delaying Listener state (a General Query with MRD 10 s), a Multicast-Address-Specific Query with "
               f"MRD 1 s resets the timer: the Report follows within 1 s of it ({TRIALS} trials)")
@@ -381,7 +381,7 @@ def _fresh_group() -> str:
     return f"ff12::{secrets.randbelow(0xFFFF) + 1:x}:{secrets.randbelow(0xFFFF) + 1:x}"
 
 
-@check(area="mld", ipv6ready="MLD.1.11", title="Transmit Unsolicited Reports",
+@check(area="mld", scope="host", ipv6ready="MLD.1.11", title="Transmit Unsolicited Reports",
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_sends_no_mld_reports",
        expect="when the DUT starts listening to a group (in MLDv1 compatibility mode), it sends an unsolicited "
               "MLDv1 Report for it at once (within the reply timeout)")
@@ -406,7 +406,7 @@ def unsolicited_report_on_join(t):
         t.control.unlisten(group)
 
 
-@check(area="mld", ipv6ready="MLD.1.12", title="Link-Scope All-Nodes",
+@check(area="mld", scope="host", ipv6ready="MLD.1.12", title="Link-Scope All-Nodes",
        rfc="RFC 2710 §4; RFC 3810 §6", capabilities=["MLDv2"], liveness="echo", fault="impostor_reports_all_nodes",
        expect="the DUT never reports ff02::1: no Report for it after a General Query nor after a Query for ff02::1")
 def all_nodes_group_is_never_reported(t):
@@ -426,7 +426,7 @@ def all_nodes_group_is_never_reported(t):
     return outcome
 
 
-@check(area="mld", ipv6ready="MLD.1.13", title="Transmit Done Message",
+@check(area="mld", scope="host", ipv6ready="MLD.1.13", title="Transmit Done Message",
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_sends_no_mld_done",
        expect="when the DUT (the last to report it) stops listening to a group, it sends an MLDv1 Done to ff02::2 "
               "naming the group, with hop limit 1, a link-local source and a Router Alert option")

@@ -94,7 +94,7 @@ def _restart_and_first_rs(t):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.1",
     title="Router Solicitations",
     rfc="RFC 4861 §4.1, §6.3.7; RFC 7559 §2",
@@ -132,7 +132,7 @@ def rs_is_sent_at_interface_start(t):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     title="Router Solicitation retransmissions keep their spacing",
     rfc="RFC 4861 §6.3.7; RFC 7559 §2",
     needs=["reset", "exclusive_router"],
@@ -193,7 +193,7 @@ _INVALID_RA_PARTS = {
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.2",
     title="Router Solicitations, Solicited Router Advertisement",
     rfc="RFC 4861 §6.3.7, §6.1.2",
@@ -247,7 +247,7 @@ def solicited_ra_stops_solicitations(t):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.3",
     title="Host Ignores Router Solicitations",
     rfc="RFC 4861 §6.2.6",
@@ -295,7 +295,7 @@ def host_ignores_router_solicitations(t):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.12",
     title="Router Advertisement Processing, Validity",
     rfc="RFC 4861 §6.1.2",
@@ -380,7 +380,7 @@ def _router_in_use(t, tr, tn2, addr) -> tuple[bool, str]:
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.14",
     title="Router Advertisement Processing, Router Lifetime",
     rfc="RFC 4861 §6.3.4, §6.3.5",
@@ -449,7 +449,8 @@ def router_lifetime_is_honoured(t):
     expect="after an RA with Reachable Time B, a neighbour in constant use is re-probed ReachableTime + "
            "DELAY_FIRST_PROBE_TIME after its confirmation, with ReachableTime in [0.5 B, 1.5 B]",
     parts=[
-        Part("A", "RA Processing – Reachable Time (Host Only)", base_ms=2000, fault="dut_ignores_router_advertisements"),
+        Part("A", "RA Processing – Reachable Time (Host Only)", base_ms=2000, scope="host",
+             fault="dut_ignores_router_advertisements"),
         Part("B", "Reachable Time Configuration (Routers Only)", scope="router", base_ms=None,
              expect="the router's Router Advertisements carry a Reachable Time no greater than 3,600,000 ms"),
     ],
@@ -583,7 +584,7 @@ _NCE_PARTS = [
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.16",
     title="Router Advertisement Processing, Neighbor Cache",
     rfc="RFC 4861 §6.3.4, §7.3.3",
@@ -666,7 +667,7 @@ def _still_probing(t, tr1, mac: str, since: float):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.17",
     title="Router Advertisement Processing, IsRouter flag",
     rfc="RFC 4861 §6.3.4",
@@ -712,7 +713,7 @@ def ra_sets_is_router(t):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.18",
     title="Next-hop Determination",
     rfc="RFC 4861 §5.2, §6.3.6",
@@ -735,7 +736,7 @@ def offlink_destination_goes_to_default_router(t):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.19",
     title="Router Advertisement Processing, On-link determination",
     rfc="RFC 4861 §6.3.4; RFC 4862 §5.5.3",
@@ -768,7 +769,7 @@ def onlink_prefix_of_any_length_is_onlink(t):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.1.3",
     title="Prefix Information Option Processing, On-link Flag",
     rfc="RFC 4861 §6.3.4",
@@ -800,7 +801,7 @@ def onlink_flag_clear_keeps_prefix_onlink(t):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.1.4",
     title="Host Prefix List",
     rfc="RFC 4861 §6.3.4, §6.3.5",
@@ -860,7 +861,7 @@ def _fragmented_ra(t, atomic: bool):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.26",
     title="Router Advertisement in an atomic fragment is ignored",
     rfc="RFC 6980 §5",
@@ -879,7 +880,7 @@ def ra_in_atomic_fragment_is_ignored(t):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.27",
     title="Fragmented Router Advertisement is ignored",
     rfc="RFC 6980 §5",
@@ -897,7 +898,7 @@ def fragmented_ra_is_ignored(t):
 
 
 @check(
-    area="rd",
+    area="rd", scope="host",
     ipv6ready="v6LC.2.2.11",
     title="Default Router Switch",
     rfc="RFC 4861 §6.3.6, §7.3.3",

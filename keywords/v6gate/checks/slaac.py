@@ -419,7 +419,7 @@ def _assigned_at(t, address: str, at: float) -> tuple[bool, str]:
 
 
 @check(
-    area="slaac",
+    area="slaac", scope="host",
     ipv6ready="v6LC.3.2.2",
     title="Address Lifetime Expiry",
     rfc="RFC 4862 §5.5.4",
@@ -450,7 +450,7 @@ def address_expires_with_its_valid_lifetime(t):
 
 
 @check(
-    area="slaac",
+    area="slaac", scope="host",
     ipv6ready="v6LC.3.2.3",
     title="Multiple Prefixes and Network Renumbering",
     rfc="RFC 4862 §5.5.3, §5.5.4",
@@ -539,7 +539,7 @@ _PIO_EXPECT = {
 
 
 @check(
-    area="slaac",
+    area="slaac", scope="host",
     ipv6ready="v6LC.3.2.4",
     title="Prefix-Information Option Processing",
     rfc="RFC 4862 §5.5.3; RFC 4861 §6.1.2",
@@ -593,7 +593,7 @@ def prefix_option_processing(t):
 
 
 @check(
-    area="slaac",
+    area="slaac", scope="host",
     ipv6ready="v6LC.3.2.5",
     title="Prefix-Information Option Processing, Lifetime",
     rfc="RFC 4862 §5.5.3(e)",
