@@ -45,9 +45,12 @@ def _link_local_of(t) -> str | None:
     """The DUT's link-local address, from its answer to an all-nodes Echo
     Request sent from a link-local source."""
     tn = t.node("TNLL")
-    req = tn.ipv6(P.ALL_NODES, "") / ICMPv6EchoRequest(id=0xA7, seq=1, data=P.nonce(8))
-    frame = t.expect_reply(req, M.echo_reply_to(req), what="Echo Reply to an all-nodes Echo Request")
-    return frame.pkt[IPv6].src if frame else None
+    for seq in (1, 2, 3):
+        req = tn.ipv6(P.ALL_NODES, "") / ICMPv6EchoRequest(id=0xA7, seq=seq, data=P.nonce(8))
+        frame = t.expect_reply(req, M.echo_reply_to(req), what="Echo Reply to an all-nodes Echo Request")
+        if frame is not None:
+            return frame.pkt[IPv6].src
+    return None
 
 
 def _addresses_in(t, prefix: ipaddress.IPv6Network, **pio) -> tuple[list[str], float]:
