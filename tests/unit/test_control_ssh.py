@@ -34,3 +34,16 @@ def test_ssh_argv_uses_batch_mode_and_identity():
     c = SshControl({"host": "10.0.0.9", "user": "admin", "port": 2222, "identity_file": "/k"})
     argv = c._argv("true")
     assert argv[:3] == ["ssh", "-o", "BatchMode=yes"] and "-p" in argv and "2222" in argv and "admin@10.0.0.9" in argv
+
+
+def test_listen_templates_are_filled_and_quoted():
+    c = Recorder({"host": "dut", "commands": {"listen": "join {group} {interface}", "unlisten": "leave {group}"}},
+                 interface="eth0")
+    c.listen("ff12::1:2")
+    c.unlisten("ff12::1:2")
+    assert c.sent == ["join ff12::1:2 eth0", "leave ff12::1:2"]
+
+
+def test_missing_listen_template_is_a_skip_reason():
+    with pytest.raises(NotSupported, match=r"control.ssh.commands.listen is not set"):
+        SshControl({"host": "dut", "commands": {}}).listen("ff12::1")

@@ -55,6 +55,17 @@ class Control:
         raise NotSupported("the DUT cannot be told to open a connection: set control.ssh.commands.connect in the "
                            "target file")
 
+    def listen(self, group: str) -> None:
+        """Make the DUT start listening to the IPv6 multicast ``group`` on its
+        interface on the link (an application joining it: MLD Report)."""
+        raise NotSupported("the DUT cannot be told to listen to a multicast group: set "
+                           "control.ssh.commands.listen in the target file")
+
+    def unlisten(self, group: str) -> None:
+        """Make the DUT stop listening to ``group`` (MLD Done / leave)."""
+        raise NotSupported("the DUT cannot be told to stop listening to a multicast group: set "
+                           "control.ssh.commands.unlisten in the target file")
+
     def close(self) -> None:
         pass
 
@@ -72,6 +83,7 @@ class NetnsControl(Control):
         self.lab = lab
         self.ns = ns
         self.interface = interface
+        self._listeners: dict[str, subprocess.Popen] = {}
 
     def reset(self) -> float:
         if self.lab is None:
@@ -109,6 +121,38 @@ class NetnsControl(Control):
                 " s=socket.socket(ai[0],socket.SOCK_DGRAM); s.sendto(b'v6gate',ai[4])\n")
         return subprocess.Popen(["ip", "netns", "exec", self.ns, "python3", "-c", code, host, str(port), proto,
                                  str(timeout_s)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    _LISTEN = ("import socket,struct,sys,time\n"
+               "s=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM)\n"
+               "s.setsockopt(socket.IPPROTO_IPV6,socket.IPV6_JOIN_GROUP,"
+               "socket.inet_pton(socket.AF_INET6,sys.argv[1])+struct.pack('@I',socket.if_nametoindex(sys.argv[2])))\n"
+               "print('listening',flush=True)\n"
+               "time.sleep(86400)\n")
+
+    def listen(self, group):
+        """A process in the DUT namespace joins ``group`` on a socket and holds it."""
+        self.unlisten(group)
+        proc = subprocess.Popen(["ip", "netns", "exec", self.ns, "python3", "-c", self._LISTEN, group, self.interface],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        line = proc.stdout.readline().strip()
+        if line != "listening":
+            proc.kill()
+            raise BenchError(f"could not make the lab DUT listen to {group}: {proc.stderr.read().strip()[-200:]}")
+        self._listeners[group] = proc
+
+    def unlisten(self, group):
+        proc = self._listeners.pop(group, None)
+        if proc and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(2)
+
+    def close(self) -> None:
+        for group in list(self._listeners):
+            self.unlisten(group)
 
     def sh(self, command: str) -> subprocess.CompletedProcess:
         """Run a shell command in the DUT namespace (lab faults only)."""
@@ -183,6 +227,14 @@ class SshControl(Control):
         cmd = self._template("connect", "needed to make the DUT open connections").format(
             host=shlex.quote(host), port=int(port), proto=proto)
         return subprocess.Popen(self._argv(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def listen(self, group):
+        self._run(self._template("listen", "needed to make the DUT join multicast groups").format(
+            group=shlex.quote(group)))
+
+    def unlisten(self, group):
+        self._run(self._template("unlisten", "needed to make the DUT leave multicast groups").format(
+            group=shlex.quote(group)))
 
 
 def control_for(target, lab=None) -> Control:

@@ -13,6 +13,7 @@ entry with a reason and one or more mechanisms:
       switch_tc: ["..."]                                   # tc on the DUT's switch port ({dut_port})
       commands: ["ip link set {dut_if} mtu 1400"]          # shell commands in the DUT namespace
       impostor: {rule: answer_invalid_ns}                   # a responder on the DUT's link
+      repair: {rule: nd_validity}                           # repairs invalid messages before the DUT's kernel
 
 Every mechanism is undone by rebuilding the DUT (``Lab.reset_dut``), which
 is what the harness does before the next check.  Placeholders: {dut_if},
@@ -33,7 +34,7 @@ from ..paths import FIXTURES
 from ..util.proc import need, run
 
 FAULT_DIR = FIXTURES / "faults"
-MECHANISMS = ("nft", "sysctl", "boot_sysctl", "tc", "switch_tc", "commands", "impostor")
+MECHANISMS = ("nft", "sysctl", "boot_sysctl", "tc", "switch_tc", "commands", "impostor", "repair")
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Fault:
     switch_tc: list = field(default_factory=list)
     commands: list = field(default_factory=list)
     impostor: dict | None = None
+    repair: dict | None = None
 
     def describe(self) -> str:
         return f"{self.name}: {self.reason}"
@@ -76,7 +78,8 @@ def load_faults(directory: Path = FAULT_DIR) -> dict[str, Fault]:
             out[name] = Fault(name=name, reason=spec["reason"], source=str(path), nft=spec.get("nft"),
                               sysctl=dict(spec.get("sysctl") or {}), boot_sysctl=dict(spec.get("boot_sysctl") or {}),
                               tc=list(spec.get("tc") or []), switch_tc=list(spec.get("switch_tc") or []),
-                              commands=list(spec.get("commands") or []), impostor=spec.get("impostor"))
+                              commands=list(spec.get("commands") or []), impostor=spec.get("impostor"),
+                              repair=spec.get("repair"))
     if directory == FAULT_DIR:
         _CATALOGUE = out
     return out
@@ -90,17 +93,21 @@ def get_fault(name: str) -> Fault:
 
 
 class AppliedFault:
-    """A fault in force on a lab; ``remove()`` stops its impostor (the DUT
-    rebuild that follows removes everything else)."""
+    """A fault in force on a lab; ``remove()`` stops its impostor and its
+    repairer (the DUT rebuild that follows removes everything else)."""
 
-    def __init__(self, fault: Fault, impostor=None):
+    def __init__(self, fault: Fault, impostor=None, repairer=None):
         self.fault = fault
         self.impostor = impostor
+        self.repairer = repairer
 
     def remove(self) -> None:
         if self.impostor is not None:
             self.impostor.stop()
             self.impostor = None
+        if self.repairer is not None:
+            self.repairer.stop()
+            self.repairer = None
 
 
 def _fmt(text: str, values: dict) -> str:
@@ -141,7 +148,12 @@ def apply_fault(lab, fault: Fault, dut_addresses: dict) -> AppliedFault:
             from .impostor import Impostor
 
             impostor = Impostor(ns, lab.dut_ifname(), fault.impostor, dut_addresses).start()
-        return AppliedFault(fault, impostor)
+        repairer = None
+        if fault.repair:
+            from .repair import Repairer
+
+            repairer = Repairer(ns, lab.dut_ifname(), fault.repair, dut_addresses).start()
+        return AppliedFault(fault, impostor, repairer)
     except LabError:
         raise
     except Exception as exc:
