@@ -778,6 +778,9 @@ def onlink_prefix_of_any_length_is_onlink(t):
     liveness="echo",
     expect="a prefix announced on-link (L=1) stays on-link after an RA with the same prefix and L=0: the "
            "DUT keeps resolving a node of that prefix directly instead of sending through the router",
+    # the test's own procedure (L=0 alone does not make a prefix on-link) is nd.prefix_without_on_link_flag_is_not_on_link;
+    # this part asserts the clause's other half, which that procedure cannot see
+    parts=[Part("L0-after-L1", "On-link prefix stays on-link after L=0")],
 )
 def onlink_flag_clear_keeps_prefix_onlink(t):
     """'a Prefix Information option with the on-link flag set to zero
@@ -798,48 +801,6 @@ def onlink_flag_clear_keeps_prefix_onlink(t):
         if path.kind != "on-link":
             return t.failed("; ".join(paths))
     return t.passed("; ".join(paths))
-
-
-@check(
-    area="rd", scope="host",
-    ipv6ready="v6LC.2.1.4",
-    title="Host Prefix List",
-    rfc="RFC 4861 §6.3.4, §6.3.5",
-    needs=["exclusive_router"],
-    liveness="echo",
-    expect="a node in an on-link prefix is resolved directly (not sent through the router) while the prefix's "
-           "valid lifetime lasts, and a new RA restarts that lifetime",
-    parts=[
-        Part("A", "Prefix Lifetime has not Expired", refresh=False, valid=4, fault="dut_ignores_prefix_information",
-             expect="2.5 s into a 4 s valid lifetime, the DUT resolves a node of the prefix directly"),
-        Part("B", "Prefix Lifetime updated by Router Advertisement", refresh=True, valid=4,
-             fault="dut_ignores_later_router_advertisements",
-             expect="4.5 s after a 4 s prefix was announced and 2.5 s after it was announced again, the DUT still "
-                    "resolves a node of the prefix directly"),
-    ],
-)
-def prefix_list_follows_lifetimes(t):
-    """'If the prefix is already present in the host's Prefix List as the
-    result of a previously received advertisement, reset its invalidation
-    timer to the Valid Lifetime value in the Prefix Information option'
-    (RFC 4861 §6.3.4); a prefix is on-link until its timer runs out (§6.3.5)."""
-    tr1 = t.tr1
-    prefix = fresh_prefix(avoid=t.target.link_prefix)
-    tn1 = t.node("TN1", prefix=prefix)
-    valid = t.p.valid
-    ra = router_advertisement(tr1, router_lifetime=20, prefixes=[
-        prefix_option(prefix, valid=valid, preferred=valid, autonomous=0)])
-    start = t.send(ra, label=f"RA with on-link prefix {prefix}, valid {valid} s")
-    at = valid * 0.6
-    if t.p.refresh:
-        t.wait(max(0.0, start + valid / 2 - t.port.now()))
-        t.send(ra, label=f"the same RA again, valid {valid} s")
-        at = valid + 0.5
-    t.wait(max(0.0, start + at - t.port.now()))
-    at = t.port.now() - start
-    path = next_hop_for(t, tn1, t.dut.link_local, routers=[tr1])
-    detail = f"{at:.1f} s after the first RA: the answer to {tn1.global_addr} went {path.describe()}"
-    return t.verdict(path.kind == "on-link", detail)
 
 
 def _fragmented_ra(t, atomic: bool):
