@@ -6,12 +6,19 @@ and its frames leave through the DUT's own interface.
 
 Rules live in ``v6gate/lab/impostor_rules/`` (one module per area) and are
 named by faults: ``impostor: {rule: answer_invalid_ns, params: {...}}``.
+
+A rule is called as ``rule(pkt, dut, _impostor=<Impostor>, **params)``.  Rules
+that need memory or must send later (a simulated protocol client with
+retransmission timers) keep it in ``_impostor.state`` and schedule frames
+with ``_impostor.later(delay, frames)``; everything stops with the impostor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
+import threading
 from collections.abc import Callable
 
 from ..errors import LabError
@@ -46,6 +53,9 @@ class Impostor:
         self.dut = dut
         self.port = Port(iface, ns)
         self.answers = 0
+        self.state: dict = {}  # the rule's memory for this impostor's lifetime
+        self._timers: list[threading.Timer] = []
+        self._stopped = threading.Event()
 
     def start(self) -> Impostor:
         self.port.open()
@@ -53,9 +63,33 @@ class Impostor:
         return self
 
     def _on_frame(self, port: Port, frame: Frame) -> None:
-        for reply in self.rule(frame.pkt, self.dut, **self.params) or ():
+        for reply in self.rule(frame.pkt, self.dut, _impostor=self, **self.params) or ():
             port.send(reply)
             self.answers += 1
 
+    def send(self, frames) -> None:
+        """Send frames now (from a rule's timer); nothing once stopped."""
+        for f in frames or ():
+            if self._stopped.is_set():
+                return
+            with contextlib.suppress(Exception):  # the port closed under us: the fault is being removed
+                self.port.send(f)
+                self.answers += 1
+
+    def later(self, delay: float, produce: Callable[[], list]) -> threading.Timer:
+        """Call ``produce()`` after ``delay`` seconds and send the frames it returns."""
+        def fire():
+            if not self._stopped.is_set():
+                self.send(produce())
+
+        timer = threading.Timer(max(0.0, delay), fire)
+        timer.daemon = True
+        self._timers = [t for t in self._timers if t.is_alive()] + [timer]
+        timer.start()
+        return timer
+
     def stop(self) -> None:
+        self._stopped.set()
+        for t in self._timers:
+            t.cancel()
         self.port.close()
