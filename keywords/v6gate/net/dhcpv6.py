@@ -646,3 +646,65 @@ class TesterServer:
 
     def reply(self, m: Message, **kw) -> bytes:
         return self.build(REPLY, m, **kw)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a DNS server on the link, to see which resolver configuration the DUT uses
+# ---------------------------------------------------------------------------------------------------------
+@dataclass
+class DnsQuery:
+    time: float
+    src: str
+    dst: str
+    name: str
+    qtype: int
+
+
+class DnsResponder:
+    """Answers DNS queries sent to ``addresses`` (UDP 53) from the DUT: AAAA
+    with ``answer``, anything else with an empty NOERROR; records each query
+    (which server the DUT asked, for which name)."""
+
+    def __init__(self, port: Port, node: EmulatedNode, dut_mac: str, answer: str):
+        self.port = port
+        self.node = node
+        self.dut_mac = dut_mac.lower()
+        self.answer = answer
+        self.queries: list[DnsQuery] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> DnsResponder:
+        self.port.add_responder(self._on_frame)
+        return self
+
+    def stop(self) -> None:
+        self.port.remove_responder(self._on_frame)
+
+    def _on_frame(self, port: Port, frame: Frame) -> None:
+        from scapy.layers.dns import DNS, DNSRR
+
+        pkt = frame.pkt
+        if UDP not in pkt or pkt[UDP].dport != 53 or DNS not in pkt or not self.node.owns(pkt[IPv6].dst):
+            return
+        if pkt[Ether].src.lower() != self.dut_mac:
+            return
+        dns = pkt[DNS]
+        if not dns.qd:
+            return
+        q = dns.qd[0] if isinstance(dns.qd, list) else dns.qd
+        name = q.qname.decode(errors="replace") if isinstance(q.qname, bytes) else str(q.qname)
+        with self._lock:
+            self.queries.append(DnsQuery(frame.time, pkt[IPv6].src, pkt[IPv6].dst, name.rstrip("."), int(q.qtype)))
+        an = DNSRR(rrname=q.qname, type="AAAA", ttl=60, rdata=self.answer) if int(q.qtype) == 28 else None
+        reply = DNS(id=dns.id, qr=1, aa=1, rd=dns.rd, ra=1, rcode=0, qd=q, an=an)
+        port.send(Ether(src=self.node.mac, dst=pkt[Ether].src) / IPv6(src=pkt[IPv6].dst, dst=pkt[IPv6].src)
+                  / UDP(sport=53, dport=pkt[UDP].sport) / reply)
+
+    def wait(self, within: float, since: float = 0.0) -> list[DnsQuery]:
+        deadline = time.monotonic() + within
+        while True:
+            with self._lock:
+                got = [q for q in self.queries if q.time >= since]
+            if got or time.monotonic() >= deadline:
+                return got
+            time.sleep(0.02)

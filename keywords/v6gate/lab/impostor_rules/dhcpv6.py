@@ -55,6 +55,9 @@ swap_ra_flags           M=1 starts an Information-request, O alone a Solicit (RF
 rapid_commit            offers Rapid Commit (§21.14)
 accept_rapid_reply      accepts a Reply to a Solicit without Rapid Commit (§18.2.10)
 accept_reconfigure      renews on a Reconfigure without authentication (§16.11)
+ignore_rapid_reply      offers Rapid Commit but ignores the Reply to its Solicit (§18.2.1)
+collect_despite_255     waits out the first RT even after an Advertise with preference 255 (§18.2.9)
+ignores_leases          never uses the addresses it leases (§18.2.10.1)
 ======================  ==============================================================
 """
 
@@ -182,6 +185,8 @@ class SimulatedClient:
 
     # -- addresses in use ----------------------------------------------------------------------
     def _uses(self, addr: str) -> bool:
+        if self.k.get("ignores_leases"):
+            return False
         a = self.addresses.get(_norm(addr))
         if a and a.get("state") == "assigned":
             return True
@@ -410,8 +415,9 @@ class SimulatedClient:
             if 60 <= value <= 86400 and not self.k.get("ignore_limits"):
                 self.sol_max_rt = value
                 self.ex["mrt"] = value
-        if (m.status and m.status[0] == D.NO_ADDRS_AVAIL) or (not m.addresses() and not self.k.get("accept_invalid")):
-            return []
+        unusable = (m.status and m.status[0] == D.NO_ADDRS_AVAIL) or not m.addresses()
+        if unusable and not self.k.get("accept_invalid"):
+            return []  # §18.2.9
         pref_opt = m.opt(D.OPT_PREFERENCE)
         pref = pref_opt.data[0] if pref_opt and pref_opt.data else 0
         self.advertises.append((pref, m))
@@ -420,6 +426,8 @@ class SimulatedClient:
         after_first_rt = e["count"] >= 2
         if self.k.get("wait_after_rt"):
             return []  # picked at the next retransmission time
+        if pref == 255 and self.k.get("collect_despite_255"):
+            return []
         if pref == 255 or self.k.get("request_at_once") or (after_first_rt and not self.k.get("wait_after_rt")):
             return self._choose_advertise()
         return []
@@ -445,6 +453,8 @@ class SimulatedClient:
                 self.state = "idle"
             return []
         if t == D.SOLICIT:
+            if self.k.get("ignore_rapid_reply"):
+                return []
             if m.opt(D.OPT_RAPID_COMMIT) and (self.k.get("rapid_commit") or self.k.get("accept_rapid_reply")):
                 self.server_duid = m.server_duid
                 return self._bind_from_reply(m)

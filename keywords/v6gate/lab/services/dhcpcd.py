@@ -73,7 +73,7 @@ class Dhcpcd(Service):
             raise LabError(f"dhcpcd service: duid {duid!r} is not llt, ll, uuid or a hex DUID like 00:02:00:00:7e:d9:..")
         conf = self.render(self.params["template"], "dhcpcd.conf", ifname=ifname, duid_line=duid_line,
                            request=self.params["request"],
-                           rapid_commit="option rapid_commit" if self.params["rapid_commit"] else "",
+                           rapid_commit="option dhcp6_rapid_commit" if self.params["rapid_commit"] else "",
                            release="release" if self.params["release"] else "")
         resolv.parent.mkdir(parents=True, exist_ok=True)
         if not resolv.exists():

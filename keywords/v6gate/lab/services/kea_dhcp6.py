@@ -46,3 +46,19 @@ class KeaDhcp6(Service):
                    env=env)
         self.daemons = [d.start()]
         d.check_running(0.1)
+        self._flood(True)
+
+    def stop(self) -> None:
+        super().stop()
+        self._flood(False)
+
+    def _flood(self, on: bool) -> None:
+        """Kea answers clients by unicast, which a learning bridge keeps from
+        the tester's port; while Kea serves, the link's bridge forgets MACs at
+        once (ageing 0) and floods every frame, so the tester sees (and
+        records) Kea's Advertise and Reply too."""
+        link = self.spec.get("iface")
+        if not link or (not self.lab.is_up and on is False):
+            return
+        run(["ip", "link", "set", f"br-{link}", "type", "bridge", "ageing_time", "0" if on else "30000"],
+            ns=self.lab.switch_ns, check=False, what="bridge ageing")
