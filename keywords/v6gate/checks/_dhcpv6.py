@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass, field
 
 from scapy.layers.inet6 import (
-    ICMPv6EchoReply,
     ICMPv6EchoRequest,
     ICMPv6ND_NA,
     ICMPv6ND_NS,
@@ -248,11 +247,19 @@ class Bench:
                 return False
 
     def not_in_use(self, address: str, what: str):
-        """PASS only if the address stays silent and the DUT is alive (t.expect_silence)."""
-        tn = self.t.tn1
-        req = self.t.to_dut(tn, address, src=tn.global_addr) / ICMPv6EchoRequest(id=0xD7, seq=1, data=P.nonce(8))
-        return self.t.expect_silence(req, lambda p: ICMPv6EchoReply in p and p[ICMPv6EchoReply].id == 0xD7,
-                                     what=what, liveness="ns")
+        """PASS only if the address answers no Echo Request for the whole
+        window (the silence window plus a DAD's worth of time, so that an
+        address still being probed cannot pass for an unused one) and the DUT
+        is alive afterwards."""
+        t = self.t
+        window = t.silence + t.retrans_timer + 1.0
+        deadline = time.monotonic() + window
+        while time.monotonic() < deadline:
+            if self.echo(address, within=min(0.5, max(0.1, deadline - time.monotonic()))):
+                return t.failed(f"{what}: {address} answered an Echo Request")
+        if not t.alive(method="ns"):
+            return t.failed(f"no {what} within {window:g} s, but the DUT stopped answering Neighbor Solicitations")
+        return t.passed(f"no {what} within {window:g} s, and the DUT still answered afterwards")
 
     # -- DUT actions ----------------------------------------------------------------------------
     def restart(self) -> float:

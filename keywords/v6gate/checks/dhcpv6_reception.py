@@ -37,6 +37,13 @@ def _usable(t, b: X.Bench, address: str, what: str):
                      f"{what}; {address} does not answer Echo Requests")
 
 
+def _no_new_leases(b: X.Bench) -> None:
+    """From now on the server leases nothing new, so the address can only
+    stay in use through the lease being judged."""
+    b.server.on(D.SOLICIT, None)
+    b.server.on(D.REQUEST, None)
+
+
 def _next_from_client(b: X.Bench, since: float, within: float, types=None):
     got = b.server.wait(None, within, since, where=lambda m: types is None or m.type in types)
     return got[0] if got else None
@@ -111,6 +118,7 @@ def reply_completes_each_exchange(t):
         if o.failure:
             return o.failure
         first = o.message
+        _no_new_leases(b)
         t.wait(max(0.0, o.binding.reply_at + 6 + 1 - t.port.now()))
         again = [m for m in b.server.messages(msg, since=first.time + 0.01) if m.xid == first.xid]
         later = b.server.messages(D.REBIND if msg == D.RENEW else D.SOLICIT, since=first.time)
@@ -316,6 +324,7 @@ def reply_updates_the_ia(t):
     if o.failure:
         return o.failure
     t.note(f"Reply to the Renew: {how}")
+    _no_new_leases(b)
     if how == "new":
         return _usable(t, b, extra, f"Reply to the Renew added {extra}")
     if how == "lifetimes":

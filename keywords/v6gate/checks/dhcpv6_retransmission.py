@@ -219,7 +219,7 @@ def solicit_exchange_ends_as_specified(t):
                    fault="impostor_client_ignores_retransmission_limits",
                    expect="the Request intervals double until REQ_MAX_RT (30 s ± 10%) and stay there"),
               Part("D", "Maximum Retransmission Count of Request messages", how="mrc", profile="full",
-                   fault="impostor_client_ignores_retransmission_limits",
+                   fault="impostor_client_ignores_retransmission_duration",
                    expect="the Request is sent REQ_MAX_RC (10) times in all, then no more")])
 def request_is_retransmitted_with_backoff(t):
     """Request: "IRT REQ_TIMEOUT, MRT REQ_MAX_RT, MRC REQ_MAX_RC, MRD 0"
@@ -252,7 +252,7 @@ def request_is_retransmitted_with_backoff(t):
                    fault="impostor_client_ignores_retransmission_limits",
                    expect="no Confirm interval longer than CNF_MAX_RT (4 s) + 10%, over the whole exchange"),
               Part("D", "Maximum Retransmission Duration of Confirm messages", how="mrd",
-                   fault="impostor_client_ignores_retransmission_limits",
+                   fault="impostor_client_ignores_retransmission_duration",
                    expect="no Confirm later than CNF_MAX_RD (10 s) after the first one")])
 def confirm_is_retransmitted_within_its_limits(t):
     """Confirm: "IRT CNF_TIMEOUT, MRT CNF_MAX_RT, MRC 0, MRD CNF_MAX_RD" (RFC
@@ -305,7 +305,7 @@ def _silent(t, msg_type: int, **kw) -> X.Bench:
                    fault="impostor_client_ignores_retransmission_limits",
                    expect="the Renew intervals double from 10 s until REN_MAX_RT (600 s ± 10%)"),
               Part("D", "Maximum Retransmission Duration of Renew message", how="mrd",
-                   fault="impostor_client_ignores_retransmission_limits",
+                   fault="impostor_client_ignores_retransmission_duration",
                    expect="Renews only between T1 and T2 (4 s); at T2 the client stops renewing and sends a Rebind")])
 def renew_is_retransmitted_until_t2(t):
     """Renew: "IRT REN_TIMEOUT, MRT REN_MAX_RT, MRC 0, MRD Remaining time
@@ -348,7 +348,7 @@ def renew_is_retransmitted_until_t2(t):
                    profile="full", fault="impostor_client_ignores_retransmission_limits",
                    expect="the Rebind intervals double from 10 s until REB_MAX_RT (600 s ± 10%)"),
               Part("D", "Maximum Retransmission Duration of Rebind messages", how="mrd",
-                   fault="impostor_client_ignores_retransmission_limits",
+                   fault="impostor_client_ignores_retransmission_duration",
                    expect="no Rebind after the valid lifetime (7 s) ends; the address is then no longer used")])
 def rebind_is_retransmitted_until_leases_expire(t):
     """Rebind: "IRT REB_TIMEOUT, MRT REB_MAX_RT, MRC 0, MRD Remaining time
@@ -420,7 +420,7 @@ def _release_or_decline(t, msg_type: int):
        parts=[Part("C", "Retransmission of Release message", how="intervals", fault="impostor_client_never_backs_off",
                    expect="with no Reply, Release intervals RT1 = 1 s ± 10%, then 2·RT ± 0.1·RT"),
               Part("D", "Maximum Retransmission Count of Release message, no Reply message from Server", how="mrc",
-                   fault="impostor_client_ignores_retransmission_limits",
+                   fault="impostor_client_ignores_retransmission_duration",
                    expect="with no Reply, the Release is sent REL_MAX_RC (4) times in all, then no more"),
               Part("E", "Retransmission of Release message, Reply with NoBinding", how="nobinding",
                    fault="impostor_client_retransmits_after_reply",
@@ -445,7 +445,7 @@ def release_is_retransmitted_until_replied(t):
        parts=[Part("C", "Retransmission of Decline message", how="intervals", fault="impostor_client_never_backs_off",
                    expect="with no Reply, Decline intervals RT1 = 1 s ± 10%, then 2·RT ± 0.1·RT"),
               Part("D", "Maximum Retransmission Count of Decline message, no Reply message from Server", how="mrc",
-                   fault="impostor_client_ignores_retransmission_limits",
+                   fault="impostor_client_ignores_retransmission_duration",
                    expect="with no Reply, the Decline is sent DEC_MAX_RC (4) times in all, then no more"),
               Part("E", "Retransmission of Decline message, Reply with NoBinding", how="nobinding",
                    fault="impostor_client_retransmits_after_reply",

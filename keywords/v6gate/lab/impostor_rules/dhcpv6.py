@@ -32,7 +32,8 @@ omit_dns_oro            ORO without options 23 and 24 (RFC 3646)
 dns_everywhere          carries DNS options 23/24 in every message (RFC 3646 §5)
 new_xid                 a new transaction ID for each retransmission (§15)
 no_backoff              retransmits every IRT, without doubling or randomization (§15)
-ignore_limits           no MRT cap, MRC or MRD; renews past T2, rebinds past the valid lifetime
+ignore_limits           no MRT cap, no MRC, no MRD (renews past T2, rebinds past the valid lifetime)
+ignore_mrd              keeps MRT but no MRC or MRD: renews past T2, rebinds past the valid lifetime
 rfc3315_max_rt          SOL_MAX_RT and INF_MAX_RT of 120 s (RFC 3315) instead of 3600 s (§7.6)
 request_at_once         requests on the first Advertise without collecting for the first RT (§18.2.9)
 wait_after_rt           after the first RT, waits for the next retransmission before requesting (§18.2.9)
@@ -129,6 +130,7 @@ class SimulatedClient:
         self.advertises: list[tuple[int, D.Message]] = []
         self.started = False
         self.server_mac: str | None = None
+        self.chosen: D.Message | None = None  # the Advertise the client requested from
         _LISTENERS.setdefault(self.mac, []).append(self)
 
     # -- identity ---------------------------------------------------------------------------
@@ -244,7 +246,7 @@ class SimulatedClient:
         with self.lock:
             now = time.monotonic()
             for addr, a in list(self.addresses.items()):
-                if a["until"] <= now and not self.k.get("ignore_limits"):
+                if a["until"] <= now and not (self.k.get("ignore_limits") or self.k.get("ignore_mrd")):
                     self.addresses.pop(addr)
             if not self.addresses and self.state in ("bound", "renewing", "rebinding"):
                 self.mem.pop("lease", None)
@@ -319,6 +321,8 @@ class SimulatedClient:
                            - time.monotonic())
         if self.k.get("ignore_limits"):
             e["mrt"], e["mrc"], e["mrd"] = 0, 0, 0
+        if self.k.get("ignore_mrd"):
+            e["mrc"], e["mrd"] = 0, 0
         self.ex = e
         if delay is None:
             delay = random.uniform(0, ex.max_delay) if ex.max_delay else 0.0
@@ -440,6 +444,7 @@ class SimulatedClient:
         else:
             best = max(self.advertises, key=lambda pm: pm[0])[1]
         self.server_duid = best.server_duid
+        self.chosen = best
         self._start(D.REQUEST, addresses=None, delay=0)
         return []
 
@@ -502,8 +507,8 @@ class SimulatedClient:
                 if ia.status[0] in (D.NO_ADDRS_AVAIL, D.NOT_ON_LINK):
                     self._start(D.SOLICIT, delay=1.0)
                     return []
-        if ignore and t == D.REQUEST and not m.addresses() and self.advertises:
-            return self._bind_addresses(self.advertises[-1][1].addresses(), 60, 120, (10, 16))
+        if ignore and t == D.REQUEST and not m.addresses() and self.chosen is not None:
+            return self._bind_addresses(self.chosen.addresses(), 60, 120, (10, 16))
         if ignore and t in (D.RENEW, D.REBIND) and not m.addresses():
             e["cancelled"] = True
             self.state = "bound"
@@ -557,6 +562,8 @@ class SimulatedClient:
         return []
 
     def _bind_addresses(self, addrs, preferred, valid, timers) -> list:
+        if self.ex:
+            self.ex["cancelled"] = True
         for a in addrs:
             self._assign(a, preferred, valid)
         self.state = "bound"
@@ -585,9 +592,8 @@ class SimulatedClient:
             return []
 
         self.lease_timers = [self.imp.later(t1, renew)]
-        valid = max((a["valid"] for a in self.addresses.values()), default=0)
-        if valid:
-            self.lease_timers.append(self.imp.later(valid + 0.05, self._expire_check))
+        for until in sorted({a["until"] for a in self.addresses.values()}):
+            self.lease_timers.append(self.imp.later(until - now + 0.05, self._expire_check))
 
     def _start_confirm(self) -> None:
         lease = self.mem["lease"]
