@@ -76,7 +76,7 @@ def test_intervals_are_capped_at_mrt():
     for rt in (1, 2, 4, 8, 16, 32, 60, 58, 63):
         times.append(times[-1] + rt)
     assert not D.judge_intervals(times, ex, mrt=60, tolerance=0.1).problems
-    uncapped = times[:7] + [times[6] + 64, times[6] + 64 + 128]
+    uncapped = [*times[:7], times[6] + 64, times[6] + 64 + 128]
     assert D.judge_intervals(uncapped, ex, mrt=60, tolerance=0.1).problems
 
 
