@@ -126,15 +126,18 @@ def _dns_use(t, mode: str, what: str):
     return _judge_dns(t, queries, out, server=server, name=want, lead=lead)
 
 
+USING_PARTS = [Part("A", "Using DNS Recursive Name Server option", what="server",
+                    expect="a name the DUT resolves is asked of the DNS server the Reply gave"),
+               Part("B", "Using Domain Search List option", what="domain",
+                    expect="a single-label name the DUT resolves is completed with the search domain the Reply gave")]
+
+
 @check(area="dhcpv6", ipv6ready="DHCP_CONF.4.1.9",
        title="Client Initiated Exchange - Reception of Reply Messages for DNS Configuration Options",
        rfc="RFC 3646 §3, §4; RFC 8415 §18.2.10.1", capabilities=CAPS, needs=X.NEEDS,
        dut_config=X.DUT_CONFIG, fault=IGNORES_DNS,
        expect="the DNS configuration of the latest Reply is the one the DUT's resolver uses",
-       parts=[Part("A", "Using DNS Recursive Name Server option", what="server",
-                   expect="a name the DUT resolves is asked of the DNS server the Reply gave"),
-              Part("B", "Using Domain Search List option", what="domain",
-                   expect="a single-label name the DUT resolves is completed with the search domain the Reply gave"),
+       parts=[*USING_PARTS,
               Part("C", "DNS Recursive Name Server option updated by the server", what="server_update",
                    expect="after the Reply to the Renew gives another DNS server, names are asked of the new one"),
               Part("D", "Domain Search List option updated by the server", what="domain_update",
@@ -189,10 +192,7 @@ def stateless_exchange_configures_the_dut(t):
        rfc="RFC 3646 §3, §4; RFC 8415 §18.2.10", capabilities=CAPS, needs=X.NEEDS,
        dut_config=X.DUT_CONFIG, fault=IGNORES_DNS,
        expect="the DNS configuration of the Reply to the Information-request is the one the DUT uses",
-       parts=[Part("A", "Using DNS Recursive Name Server option", what="server",
-                   expect="a name the DUT resolves is asked of the DNS server the Reply gave"),
-              Part("B", "Using Domain Search List option", what="domain",
-                   expect="a single-label name the DUT resolves is completed with the search domain the Reply gave")])
+       parts=USING_PARTS)
 def stateless_dns_configuration_is_used(t):
     """The stateless client's resolver uses the DNS Recursive Name Server and
     Domain Search List options of the Reply (RFC 3646 §3, §4)."""

@@ -512,7 +512,23 @@ class Lease:
     domains: list[str] = field(default_factory=list)
 
 
-class TesterServer:
+class _Responder:
+    """Something the tester runs on its port for the length of a check."""
+
+    port: Port
+
+    def start(self):
+        self.port.add_responder(self._on_frame)
+        return self
+
+    def stop(self) -> None:
+        self.port.remove_responder(self._on_frame)
+
+    def _on_frame(self, port: Port, frame: Frame) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class TesterServer(_Responder):
     """A DHCPv6 server the tester plays on the DUT's link.
 
     It records every client message (``seen``) and answers through
@@ -544,14 +560,6 @@ class TesterServer:
             INFORMATION_REQUEST: lambda m: self.reply(m, ia=False),
         }
         self._lock = threading.Lock()
-
-    # -- lifecycle ------------------------------------------------------------------
-    def start(self) -> TesterServer:
-        self.port.add_responder(self._on_frame)
-        return self
-
-    def stop(self) -> None:
-        self.port.remove_responder(self._on_frame)
 
     def on(self, msg_type: int, handler: Handler | None) -> None:
         """Answer ``msg_type`` with ``handler`` (None: stay silent)."""
@@ -660,7 +668,7 @@ class DnsQuery:
     qtype: int
 
 
-class DnsResponder:
+class DnsResponder(_Responder):
     """Answers DNS queries sent to ``addresses`` (UDP 53) from the DUT: AAAA
     with ``answer``, anything else with an empty NOERROR; records each query
     (which server the DUT asked, for which name)."""
@@ -672,13 +680,6 @@ class DnsResponder:
         self.answer = answer
         self.queries: list[DnsQuery] = []
         self._lock = threading.Lock()
-
-    def start(self) -> DnsResponder:
-        self.port.add_responder(self._on_frame)
-        return self
-
-    def stop(self) -> None:
-        self.port.remove_responder(self._on_frame)
 
     def _on_frame(self, port: Port, frame: Frame) -> None:
         from scapy.layers.dns import DNS, DNSRR
