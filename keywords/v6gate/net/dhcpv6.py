@@ -462,14 +462,22 @@ class IntervalJudgement:
         return ", ".join(f"{x:.2f}" for x in self.intervals) + " s"
 
 
+#: how far from 2·RTprev a single observed interval may be in a check's judgement: twice RAND·RTprev.
+#: One interval is one draw of RAND, too few to tell a client that randomizes ±0.1·2·RTprev (a
+#: common reading) from RFC 8415's ±0.1·RTprev; dhcpv6.retransmission_randomization_is_within_rfc_bounds
+#: judges that bound over many draws.
+GROWTH_SPREAD = 0.2
+
+
 def judge_intervals(times: list[float], ex: Exchange, *, mrt: float | None = None, tolerance: float = 0.2,
-                    first_strictly_above_irt: bool = False) -> IntervalJudgement:
+                    first_strictly_above_irt: bool = False, spread: float = RAND) -> IntervalJudgement:
     """Compare the intervals between transmissions of one message with RFC
     8415 §15: RT1 = IRT + RAND*IRT; RTk = 2*RTk-1 + RAND*RTk-1; once that
     exceeds MRT, RT = MRT + RAND*MRT; RAND in [-0.1, 0.1].  Each interval is
     judged against the previous *observed* one (the client's own RT), so
     the randomization does not accumulate; ``tolerance`` (s) absorbs the
-    capture's timing noise."""
+    capture's timing noise; ``spread`` is the allowed |RTk - 2*RTk-1| /
+    RTk-1 (RFC 8415: 0.1)."""
     mrt = ex.mrt if mrt is None else mrt
     intervals = [b - a for a, b in itertools.pairwise(times)]
     problems = []
@@ -481,8 +489,8 @@ def judge_intervals(times: list[float], ex: Exchange, *, mrt: float | None = Non
                 lo = ex.irt  # §18.2.1: for Solicit, RAND > 0 for the first RT
             what = f"RT1 = IRT {ex.irt:g} s ± 10%" + (" (RAND > 0 for Solicit)" if first_strictly_above_irt else "")
         else:
-            lo, hi = 2 * prev * (1 - RAND / 2), 2 * prev * (1 + RAND / 2)  # 2*RTprev + RAND*RTprev
-            what = f"RT{i} = 2 x {prev:.2f} s ± 0.1 x {prev:.2f} s"
+            lo, hi = (2 - spread) * prev, (2 + spread) * prev  # 2*RTprev + RAND*RTprev
+            what = f"RT{i} = 2 x {prev:.2f} s ± {spread:g} x {prev:.2f} s"
             if mrt and hi > mrt * (1 - RAND):
                 # the doubled value may exceed MRT, then RT = MRT ± 10%
                 lo, hi = min(lo, mrt * (1 - RAND)), min(hi, mrt * (1 + RAND))
