@@ -43,14 +43,14 @@ def test_missing_and_forbidden_options_are_named_with_their_clause():
 
 
 @pytest.mark.parametrize("raw,kind,problem", [
-    (D.duid_llt("02:00:00:00:00:02"), D.DUID_LLT, None),
+    (D.duid_llt("02:00:00:00:00:02", when=D.DUID_EPOCH + 86400), D.DUID_LLT, None),
     (D.duid_ll("02:00:00:00:00:02"), D.DUID_LL, None),
     (struct.pack("!HI", D.DUID_EN, 32473) + b"lab", D.DUID_EN, None),
     (struct.pack("!HHI", D.DUID_LLT, 1, 5) + bytes(4), D.DUID_LLT, "4-octet link-layer address"),
     (struct.pack("!HH", D.DUID_LL, 0) + bytes(6), D.DUID_LL, "hardware type 0"),
     (struct.pack("!H", 9) + b"x", 9, "unknown DUID type 9"),
     (b"\x00", None, "too short"),
-])
+], ids=["llt", "ll", "en", "llt-short-mac", "ll-hw-type-0", "unknown-type", "one-octet"])
 def test_duid_formats(raw, kind, problem):
     d = D.parse_duid(raw)
     assert d.type == kind
