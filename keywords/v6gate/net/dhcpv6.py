@@ -112,6 +112,7 @@ EXCHANGES = {
     DECLINE: Exchange("Decline", irt=1, mrc=4),
 }
 RFC3315_MAX_RT = 120  # the old SOL_MAX_RT / INF_MAX_RT
+IRT_DEFAULT, IRT_MINIMUM = 86400, 600  # Information Refresh Time (RFC 8415 §7.6, §21.23)
 
 
 def name_of(msg_type: int) -> str:

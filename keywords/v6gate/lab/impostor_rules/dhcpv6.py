@@ -472,6 +472,11 @@ class SimulatedClient:
                 return self._retry(e)
             e["cancelled"] = True
             self.state = "configured"
+            refresh = D.IRT_DEFAULT
+            for o in m.all(D.OPT_INFORMATION_REFRESH_TIME):
+                if len(o.data) == 4:
+                    refresh = max(D.IRT_MINIMUM, struct.unpack("!I", o.data)[0])  # §21.23
+            self.imp.later(refresh, lambda: self._refresh())
             return []
         ignore = self.k.get("ignore_status")
         if status and not ignore:
@@ -515,6 +520,12 @@ class SimulatedClient:
             self._schedule((10, 16))
             return []
         return self._bind_from_reply(m)
+
+    def _refresh(self) -> list:
+        with self.lock:
+            if self.state == "configured":
+                self._start(D.INFORMATION_REQUEST)
+        return []
 
     def _retry(self, e) -> list:
         if self.k.get("retry_at_once"):
