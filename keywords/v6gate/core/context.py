@@ -115,6 +115,7 @@ class CheckContext:
         self.timeline: list[tuple[float, str]] = []
         self.measurements: dict = {}
         self.nodes: dict[str, EmulatedNode] = {}
+        self._deferred: list = []
         self.t0 = port.now()
 
     # -- emulated nodes ---------------------------------------------------------
@@ -139,9 +140,20 @@ class CheckContext:
     def tr1(self) -> EmulatedNode:
         return self.node("TR1", router=True)
 
+    def defer(self, fn) -> None:
+        """Run ``fn()`` when the check ends, whatever its outcome (e.g. remove
+        a responder an area's helper added to the port)."""
+        self._deferred.append(fn)
+
     def cleanup(self) -> None:
         for n in self.nodes.values():
             self.port.remove_responder(n.responder)
+        while self._deferred:
+            fn = self._deferred.pop()
+            try:
+                fn()
+            except Exception:  # a helper's cleanup must not turn the verdict into a harness error
+                pass
 
     # -- timeline ---------------------------------------------------------------
     def note(self, msg: str) -> None:

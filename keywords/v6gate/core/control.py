@@ -66,6 +66,13 @@ class Control:
         raise NotSupported("the DUT cannot be told to stop listening to a multicast group: set "
                            "control.ssh.commands.unlisten in the target file")
 
+    def command(self, command: str, *, timeout_s: float = 60.0) -> str:
+        """Run a command the target file supplies (an area's own setting, e.g.
+        the command that makes the DUT release its DHCPv6 lease) on the DUT;
+        returns its output.  Raises BenchError when it fails."""
+        raise NotSupported("commands cannot be run on the DUT: control adapter 'none' (set control.adapter: ssh "
+                           "in the target file)")
+
     def close(self) -> None:
         pass
 
@@ -158,6 +165,9 @@ class NetnsControl(Control):
         """Run a shell command in the DUT namespace (lab faults only)."""
         return run(["sh", "-c", command], ns=self.ns, what="DUT command")
 
+    def command(self, command, *, timeout_s=60.0):
+        return run(["sh", "-c", command], ns=self.ns, what="DUT command", timeout=timeout_s).stdout
+
 
 class SshControl(Control):
     name = "ssh"
@@ -195,6 +205,9 @@ class SshControl(Control):
         if cp.returncode != 0:
             raise BenchError(f"DUT command failed (exit {cp.returncode}): {command}")
         return cp.stdout
+
+    def command(self, command, *, timeout_s=60.0):
+        return self._run(command.replace("{interface}", shlex.quote(self.interface)), timeout=timeout_s)
 
     def reset(self) -> float:
         import time

@@ -229,13 +229,14 @@ class Session:
 
     def restart_dut(self) -> float:
         """Reboot the DUT in the middle of a check, so that its start-up is on
-        the wire (the lab keeps the check's fault in force)."""
+        the wire (the lab keeps the check's fault in force, and the DUT keeps
+        what a device keeps across a reboot: leases, DUID)."""
         if not self.lab or self.lab.external_dut:
             return self.control.reset()
         if self._applied:
             self._applied.remove()
         t = self.lab.reset_dut(boot_sysctl=self._fault.boot_sysctl if self._fault else None, wait=False,
-                               config=self.lab.dut_config)
+                               config=self.lab.dut_config, keep_state=True)
         if self._fault:
             self._applied = self._apply(self._fault)
         return t

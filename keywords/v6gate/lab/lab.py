@@ -62,6 +62,9 @@ class Lab:
         self._paused: set[str] = set()
         self.wanted: set[str] = set()  # optional services the current check needs
         self.dut_config: str | None = None  # the DUT configuration (topology 'configs') in force
+        #: True while the DUT restarts as a reboot (reset_dut(keep_state=True)): DUT-side services
+        #: keep what a device keeps in stable storage (leases, identifiers); False: a fresh DUT
+        self.keep_dut_state = False
 
     # -- names --------------------------------------------------------------
     def ns(self, node: str) -> str:
@@ -312,10 +315,12 @@ class Lab:
             time.sleep(0.01)
 
     def reset_dut(self, want_global: bool | None = None, boot_sysctl: dict | None = None,
-                  wait: bool = True, config: str | None = None) -> float:
+                  wait: bool = True, config: str | None = None, keep_state: bool = False) -> float:
         """Rebuild the DUT namespace from the topology: a fresh boot of the DUT.
         Removes every fault applied to it; ``boot_sysctl`` (a fault's) is set
-        before the interface exists.  Returns the seconds it took."""
+        before the interface exists.  ``keep_state``: a reboot, DUT-side
+        services keep their stable storage (see ``keep_dut_state``); otherwise
+        the DUT starts as new.  Returns the seconds it took."""
         if self.external_dut:
             raise LabError("the external (TAP) DUT cannot be reset by the lab")
         t0 = time.monotonic()
@@ -332,7 +337,11 @@ class Lab:
         cfg = self._dut_config(config)
         self.dut_config = config
         self._build_node(name, {**cfg["sysctl"], **(boot_sysctl or {})}, cfg.get("neigh"))
-        self._start_services(name, cfg["services"])
+        self.keep_dut_state = keep_state
+        try:
+            self._start_services(name, cfg["services"])
+        finally:
+            self.keep_dut_state = False
         self._register()
         self.dut_faulted = bool(boot_sysctl)
         if wait:
