@@ -207,10 +207,11 @@ def cmd_lab(args) -> int:
 def _write_lab_target(lab, args) -> Path:
     import yaml
 
+    from . import yamlfile
     from .paths import FIXTURES
 
     base_path = FIXTURES / "targets" / ("example-tap.yaml" if args.tap else "lab.yaml")
-    doc = yaml.safe_load(base_path.read_text())
+    doc = yamlfile.load(base_path.read_text())
     over = lab.target_overrides()
     doc.pop("lab", None)
     doc["waiver_files"] = [str((base_path.parent / w).resolve()) for w in doc.get("waiver_files", [])]

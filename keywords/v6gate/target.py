@@ -21,6 +21,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from . import yamlfile
 from .errors import TargetFileError
 from .paths import FIXTURES
 
@@ -170,7 +171,7 @@ def _load_yaml(path: Path) -> object:
     except (IsADirectoryError, PermissionError) as exc:
         raise TargetFileError(path, None, f"cannot read ({exc.strerror})", "pass a readable YAML file") from None
     try:
-        return yaml.safe_load(text)
+        return yamlfile.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "somewhere"

@@ -74,6 +74,23 @@ def test_yaml_syntax_error_names_the_line(tmp_path):
         load_target(path)
 
 
+def test_a_key_given_twice_is_an_error_not_silently_the_last(tmp_path):
+    # plain YAML would keep only the second 'extensions:' block and drop the first without a word
+    path = write(tmp_path, VALID + "extensions:\n  nd: {delay_first_probe_time_s: 1}\n"
+                                   "extensions:\n  dhcpv6: {duid_types: [llt]}\n")
+    with pytest.raises(TargetFileError, match=r"line \d+ column 1: duplicate key 'extensions' \(first given at line \d+\)"):
+        load_target(path)
+
+
+def test_a_fault_file_with_a_key_given_twice_is_a_one_line_error(tmp_path):
+    from v6gate.errors import UsageError
+    from v6gate.lab.faults import load_faults
+
+    (tmp_path / "x.yaml").write_text("faults:\n  f1: {reason: a, sysctl: {a: 1}}\n  f1: {reason: b, sysctl: {a: 2}}\n")
+    with pytest.raises(UsageError, match=r"x.yaml: YAML error at line 3 column 3: duplicate key 'f1'"):
+        load_faults(tmp_path)
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(TargetFileError, match="file not found"):
         load_target(tmp_path / "nope.yaml")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from .. import yamlfile
 from ..errors import UsageError
 from ..paths import FIXTURES
 from . import stats
@@ -205,7 +206,7 @@ def load_profiles(path: Path | str = PROFILES_FILE) -> dict[str, dict[str, GateP
     """gate name -> variant -> GateProfile (a gate without variants has one, '-')."""
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yamlfile.load(path.read_text())
     except FileNotFoundError:
         raise UsageError(f"{path}: gate profiles not found; restore fixtures/gates/profiles.yaml") from None
     except yaml.YAMLError as exc:
@@ -259,7 +260,7 @@ def load_pairings(path: Path | str = PAIRINGS_FILE) -> dict[str, dict]:
     """conformance area -> {"gates": [check ids], "why": text}."""
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = yamlfile.load_data_file(path) or {}
     except FileNotFoundError:
         raise UsageError(f"{path}: pairings not found; restore fixtures/gates/pairings.yaml") from None
     pairs = doc.get("pairings")

@@ -27,8 +27,7 @@ import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from .. import yamlfile
 from ..errors import LabError, UsageError
 from ..paths import FIXTURES
 from ..util.proc import need, run
@@ -64,7 +63,7 @@ def load_faults(directory: Path = FAULT_DIR) -> dict[str, Fault]:
         return _CATALOGUE
     out: dict[str, Fault] = {}
     for path in sorted(directory.glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = yamlfile.load_data_file(path) or {}
         for name, spec in (doc.get("faults") or {}).items():
             if name in out:
                 raise UsageError(f"{path}: fault {name!r} is already defined in {out[name].source}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from .. import yamlfile
 from ..errors import UsageError
 from ..paths import FIXTURES
 
@@ -68,7 +69,7 @@ def _bad(path, where, problem, fix):
 def load_topology(path: str | Path | None = None) -> Topology:
     path = Path(path or DEFAULT_TOPOLOGY)
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yamlfile.load(path.read_text())
     except FileNotFoundError:
         raise UsageError(f"{path}: topology file not found; pass an existing file under fixtures/lab/") from None
     except yaml.YAMLError as exc:

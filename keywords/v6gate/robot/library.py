@@ -1,6 +1,12 @@
 """The V6Gate Robot library.  Verdicts map to Robot statuses: PASS -> pass,
 waived FAIL -> pass with a warning, SKIP -> skip, FAIL / ERROR /
-INCONCLUSIVE -> fail with the verdict in the message."""
+INCONCLUSIVE -> fail with the verdict in the message.
+
+Imported with ``areas=...`` (comma-separated areas, or ``all``) the library
+also generates the suite's tests: one Robot test per check part of those
+areas, named by its IPv6 Ready ID, part and title, tagged with its area,
+ID, RFC, scope and profile, each running the template keyword of the
+suite's only written test (``Check Should Pass``), which shows the form."""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from pathlib import Path
 from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 
-from ..core.check import all_items, find
+from ..core.check import REGISTRY, all_items, find
 from ..core.session import RunRecorder, Session, install_signal_handlers
 from ..pytest_plugin import new_run_dir, new_run_id
 from ..target import load_target
@@ -18,10 +24,42 @@ from ..target import load_target
 
 @library(scope="GLOBAL", auto_keywords=False)
 class V6Gate:
-    def __init__(self, run_dir: str | None = None):
+    ROBOT_LISTENER_API_VERSION = 3
+
+    def __init__(self, run_dir: str | None = None, areas: str = "", profile: str = "default"):
         self._run_dir_arg = run_dir
         self.session: Session | None = None
         self.results = []
+        self._areas = [a.strip() for a in areas.split(",") if a.strip()]
+        self._profile = profile
+        if self._areas:
+            self.ROBOT_LIBRARY_LISTENER = self
+
+    def _start_suite(self, data, result) -> None:
+        """Replace the suite's one templated test by a test per check part."""
+        if not self._areas or not data.tests:
+            return
+        from ..core.check import load_all
+
+        load_all()
+        known = sorted({c.area for c in REGISTRY.values() if c.kind == "check"})
+        wanted = None if self._areas == ["all"] else self._areas
+        unknown = sorted(set(wanted or ()) - set(known))
+        template = data.tests[0]
+        keyword_name = template.template or "Check Should Pass"
+        data.tests.clear()
+        if unknown:  # a listener's exception would only be logged: fail the suite visibly instead
+            test = data.tests.create(name="Selected areas exist")
+            test.body.create_keyword(name="Fail", args=[f"unknown area(s) {', '.join(unknown)} in areas=: "
+                                                        f"use 'all' or some of {', '.join(known)}"])
+            return
+        for c, p in all_items(areas=wanted, profile=self._profile):
+            label = " ".join(x for x in (c.ipv6ready, p.letter) if x)
+            test = data.tests.create(name=f"{label + ' ' if label else ''}{c.title_of(p)} ({c.id})",
+                                     doc=f"{c.rfc_of(p)}: {c.expect_of(p)}",
+                                     tags=[f"area:{c.area}", f"scope:{c.scope_of(p)}", f"profile:{c.profile_of(p)}"]
+                                     + ([f"ipv6ready:{c.ipv6ready}"] if c.ipv6ready else []))
+            test.body.create_keyword(name=keyword_name, args=[c.id, p.letter or "None"])
 
     @keyword("Open V6Gate Session")
     def open_session(self, target: str = "lab", profile: str = "default") -> str:
