@@ -123,6 +123,36 @@ def cmd_run(args) -> int:
     return s["exit_code"]
 
 
+def cmd_repeat(args) -> int:
+    """Run the same selection N times, one after the other, and compare the verdicts part by part."""
+    from .report.stability import compare
+
+    if args.times < 2:
+        raise UsageError(f"repeat {args.times}: give at least 2 runs to compare")
+    base = Path(args.out).resolve() if args.out else (ROOT / "reports" / "repeat" / time.strftime("%Y%m%dT%H%M%SZ",
+                                                                                                  time.gmtime()))
+    base.mkdir(parents=True, exist_ok=True)
+    rest = [a for a in args.rest if a != "--"]
+    if any(a == "--out" or a.startswith("--out=") for a in rest):
+        raise UsageError("repeat: --out goes before the run options (each run gets <out>/run-NN)")
+    docs = []
+    for i in range(1, args.times + 1):
+        run_dir = base / f"run-{i:02d}"
+        print(f"v6gate repeat: run {i}/{args.times} -> {run_dir}", flush=True)
+        rc = subprocess.call([sys.executable, "-m", "v6gate.cli", "run", "--out", str(run_dir), *rest], cwd=ROOT)
+        if rc in (EXIT_USAGE, EXIT_INTERRUPTED):
+            return rc
+        docs.append(json.loads((run_dir / "results.json").read_text()))
+    summary = compare(docs)
+    (base / "repeat.json").write_text(json.dumps(summary, indent=1))
+    print(f"v6gate repeat: {summary['identical']}/{summary['parts']} parts gave the same verdict in all "
+          f"{summary['runs']} runs {summary['verdicts_when_identical']}; wall s {summary['wall_s']}")
+    for key, u in summary["unstable"].items():
+        print(f"  unstable: {key} {u['counts']}")
+    print(f"v6gate repeat: {base / 'repeat.json'}")
+    return 0 if not summary["unstable"] else 1
+
+
 PYTEST_USAGE_ERROR = 4
 _child: subprocess.Popen | None = None
 _interrupted = False
@@ -319,6 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="run directory (default reports/runs/<time>-<id>)")
     r.add_argument("--no-gates", action="store_true", help="skip the performance-gate phase")
     r.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("repeat", help="run the same checks N times and compare the verdicts part by part "
+                                        "(run-to-run stability)")
+    rep.add_argument("times", type=int, help="number of runs (at least 2)")
+    rep.add_argument("--out", help="directory for the runs and repeat.json (default reports/repeat/<time>)")
+    rep.add_argument("rest", nargs=argparse.REMAINDER, help="options for each 'v6gate run' (e.g. --area nd -n 4 --no-gates)")
+    rep.set_defaults(func=cmd_repeat)
 
     lab = sub.add_parser("lab", help="standalone lab: up, down, status")
     lsub = lab.add_subparsers(dest="lab_cmd", required=True)
