@@ -19,7 +19,7 @@ from v6gate.paths import ROOT
 from conftest import run_dir_from
 
 SHORT = ["perf.ns_to_na_latency_within_target", "perf.ra_to_usable_slaac_address_within_target",
-         "perf.ipv6_offloads_match_ipv4_offloads"]
+         "perf.ipv6_offloads_match_ipv4_offloads", "perf.link_up_to_dhcpv6_lease_within_target"]
 STR = ("perf.ipv6_streaming_is_not_slower_than_ipv4", "1x1500")
 
 

@@ -10,13 +10,20 @@ from v6gate.paths import ROOT
 from conftest import load_results
 
 
+def robot(tmp_path, suite: str, *variables: str, timeout=300, log="NONE") -> subprocess.CompletedProcess:
+    """Run a Robot suite of suites/robot on the lab; output.xml in tmp_path/robot, the v6gate run in tmp_path/run."""
+    argv = [sys.executable, "-m", "robot", "--outputdir", str(tmp_path / "robot"), "--output", "output.xml",
+            "--report", "NONE", "--log", log]
+    for v in variables:
+        argv += ["--variable", v]
+    return subprocess.run([*argv, str(ROOT / "suites" / "robot" / suite)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT,
+                          env={**__import__("os").environ, "V6GATE_RUN_DIR": str(tmp_path / "run")})
+
+
 def test_robot_slice_suite_passes_with_reports(tmp_path):
     run_dir = tmp_path / "run"
-    cp = subprocess.run([sys.executable, "-m", "robot", "--outputdir", str(tmp_path / "robot"), "--variable",
-                         "TARGET:lab", "--output", "output.xml", "--report", "NONE", "--log", "log.html",
-                         str(ROOT / "suites" / "robot" / "host_slice.robot")],
-                        capture_output=True, text=True, timeout=300, cwd=ROOT,
-                        env={**__import__("os").environ, "V6GATE_RUN_DIR": str(run_dir)})
+    cp = robot(tmp_path, "host_slice.robot", "TARGET:lab", log="log.html")
     assert cp.returncode == 0, cp.stdout[-3000:]
     stats = ET.parse(tmp_path / "robot" / "output.xml").find(".//total/stat")
     assert stats.get("fail") == "0" and int(stats.get("pass")) >= 9
@@ -32,11 +39,7 @@ def test_robot_host_suite_generates_one_test_per_check_part(tmp_path):
     from v6gate.core.check import all_items
 
     run_dir = tmp_path / "run"
-    cp = subprocess.run([sys.executable, "-m", "robot", "--outputdir", str(tmp_path / "robot"), "--variable",
-                         "AREAS:rdnss", "--output", "output.xml", "--report", "NONE", "--log", "NONE",
-                         str(ROOT / "suites" / "robot" / "host.robot")],
-                        capture_output=True, text=True, timeout=600, cwd=ROOT,
-                        env={**__import__("os").environ, "V6GATE_RUN_DIR": str(run_dir)})
+    cp = robot(tmp_path, "host.robot", "AREAS:rdnss", timeout=600)
     assert cp.returncode == 0, cp.stdout[-3000:]
     parts = all_items(areas=["rdnss"])
     tests = ET.parse(tmp_path / "robot" / "output.xml").findall(".//suite/test")
@@ -49,9 +52,6 @@ def test_robot_host_suite_generates_one_test_per_check_part(tmp_path):
 
 
 def test_robot_host_suite_rejects_an_unknown_area(tmp_path):
-    cp = subprocess.run([sys.executable, "-m", "robot", "--outputdir", str(tmp_path), "--variable", "AREAS:nosuch",
-                         "--output", "NONE", "--report", "NONE", "--log", "NONE",
-                         str(ROOT / "suites" / "robot" / "host.robot")],
-                        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    cp = robot(tmp_path, "host.robot", "AREAS:nosuch", timeout=120)
     assert cp.returncode != 0
     assert "unknown area(s) nosuch" in cp.stdout + cp.stderr
