@@ -129,12 +129,19 @@ def cmd_repeat(args) -> int:
 
     if args.times < 2:
         raise UsageError(f"repeat {args.times}: give at least 2 runs to compare")
-    base = Path(args.out).resolve() if args.out else (ROOT / "reports" / "repeat" / time.strftime("%Y%m%dT%H%M%SZ",
-                                                                                                  time.gmtime()))
+    rest, out = [], args.out
+    it = iter(a for a in args.rest if a != "--")
+    for a in it:  # --out anywhere names the repeat's directory (each run gets <out>/run-NN)
+        if a == "--out":
+            out = next(it, None)
+            if out is None:
+                raise UsageError("repeat: --out needs a directory")
+        elif a.startswith("--out="):
+            out = a.split("=", 1)[1]
+        else:
+            rest.append(a)
+    base = Path(out).resolve() if out else (ROOT / "reports" / "repeat" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     base.mkdir(parents=True, exist_ok=True)
-    rest = [a for a in args.rest if a != "--"]
-    if any(a == "--out" or a.startswith("--out=") for a in rest):
-        raise UsageError("repeat: --out goes before the run options (each run gets <out>/run-NN)")
     docs = []
     for i in range(1, args.times + 1):
         run_dir = base / f"run-{i:02d}"
