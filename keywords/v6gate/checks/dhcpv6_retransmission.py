@@ -348,7 +348,10 @@ def renew_is_retransmitted_until_t2(t):
     reached ..., at which time the client begins the Rebind message exchange"
     (RFC 8415 §18.2.4)."""
     how = t.p.how
-    t2 = {"intervals": 200, "mrt": 2000, "mrd": 4}[how]
+    # mrt: T2 (the end of the Renew exchange, its MRD) must lie beyond the ninth Renew even for the slowest
+    # series the RFC allows (about 2170 s after T1) and a client whose RAND overshoots: at 2000 s a Rebind
+    # at T2 once took the place of the ninth Renew and the check read the client's silence as a FAIL
+    t2 = {"intervals": 200, "mrt": 2600, "mrd": 4}[how]
     o = X.observe(t, D.RENEW, bench=_silent(t, D.RENEW, t1=1, t2=t2, preferred=t2 + 600, valid=t2 + 700))
     if o.failure:
         return o.failure
@@ -391,7 +394,7 @@ def rebind_is_retransmitted_until_leases_expire(t):
     until valid lifetimes of all leases in all IAs have expired"; when they
     have, the client stops using them (RFC 8415 §18.2.5)."""
     how = t.p.how
-    valid = {"intervals": 200, "mrt": 2100, "mrd": 7}[how]
+    valid = {"intervals": 200, "mrt": 2600, "mrd": 7}[how]  # mrt: beyond the ninth Rebind (see Renew)
     b = X.Bench(t, start=False, t1=1, t2=2, preferred=valid, valid=valid)
     b.server.on(D.RENEW, None)
     b.server.on(D.REBIND, None)
