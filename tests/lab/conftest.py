@@ -141,7 +141,9 @@ def pytest_sessionfinish(session, exitstatus):
         "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "what": "each check part proven both ways on the embedded lab: PASS on a conforming DUT, FAIL on a broken one",
         "summary": {"parts": len(checks), **{k: len(v) for k, v in by_status.items()},
-                    "not_proven": by_status.get("not_proven", []), "uncontrolled": by_status.get("uncontrolled", [])},
+                    "not_proven": by_status.get("not_proven", []), "uncontrolled": by_status.get("uncontrolled", []),
+                    "flaky": [f"{e['id']}#{e['part']} ({', '.join(e['flaky_sides'])})" for e in checks
+                              if e.get("flaky_sides")]},
         "checks": checks,
     }
     CONTROLS_JSON.write_text(json.dumps(doc, indent=1))

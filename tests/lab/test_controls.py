@@ -8,6 +8,9 @@ must PASS, one where it does not and the check must FAIL.
   fixtures/deviations/linux/*.yaml): the healthy lab (FAIL, the deviation)
   and the lab under the waiver's corrective fault (PASS).
 
+A side that gives the wrong verdict is run once more; if the second run is
+right the part is proven but listed as flaky (both attempts recorded).
+
 Results go to reports/controls.json (merged across xdist workers).
 """
 
@@ -62,12 +65,22 @@ def test_check_is_proven_both_ways(control_item, control_session, controls_sink)
     setups = {}
     for side, fault in (("pass", pass_fault), ("fail", fail_fault)):
         label = f"fault:{fault}" if fault else "healthy lab"
+        want = side.upper()
         r = control_session.run(c, p, fault=fault, setup=f"control-{side}")
         setups[side] = {"setup": label, "fault_reason": _fault_reason(fault), "verdict": r.verdict,
                         "reason": r.reason, "pcap": r.evidence.get("pcap"), "duration_s": r.duration_s}
+        if r.verdict != want:
+            # One more try, recorded: a side that gives the wrong verdict once and the right one the second
+            # time is timing-sensitive on this bench (listed as flaky in controls.json), not unproven; one
+            # that is wrong twice is not proven.
+            first = {k: setups[side][k] for k in ("verdict", "reason", "pcap")}
+            r = control_session.run(c, p, fault=fault, setup=f"control-{side}-retry")
+            setups[side].update(verdict=r.verdict, reason=r.reason, pcap=r.evidence.get("pcap"),
+                                duration_s=round(setups[side]["duration_s"] + r.duration_s, 3), first_attempt=first)
     proven = setups["pass"]["verdict"] == "PASS" and setups["fail"]["verdict"] == "FAIL"
+    flaky = [side for side in setups if "first_attempt" in setups[side]]
     controls_sink({**entry, "status": "proven" if proven else "not_proven", "pass_setup": setups["pass"],
-                   "fail_setup": setups["fail"]})
+                   "fail_setup": setups["fail"], **({"flaky_sides": flaky} if flaky else {})})
     assert setups["pass"]["verdict"] == "PASS", f"PASS side ({setups['pass']['setup']}): {setups['pass']['reason']}"
     assert setups["fail"]["verdict"] == "FAIL", f"FAIL side ({setups['fail']['setup']}): {setups['fail']['reason']}"
 
