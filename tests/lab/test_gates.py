@@ -29,8 +29,24 @@ def gate_session(controls_run_dir):
         yield s
 
 
+@pytest.fixture
+def undisturbed_target_gates(tmp_path, monkeypatch):
+    """The target gates with their disturbance policy off: this test proves
+    the verdict both ways, not the policy (unit-tested in the engine), and
+    the lab stage runs next to other labs, whose CPU would void the trials
+    (INCONCLUSIVE: "more than N trials discarded as disturbed")."""
+    from v6gate.gates import profiles as gate_profiles
+
+    doc = yaml.safe_load(PROFILES_FILE.read_text())
+    for name in ("ra_to_slaac", "ns_to_na", "dhcpv6_lease"):
+        doc["gates"][name]["disturbance"] = {"enabled": False}
+    path = tmp_path / "undisturbed.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    monkeypatch.setattr(gate_profiles, "_CACHE", gate_profiles.load_profiles(path))
+
+
 @pytest.mark.parametrize("check_id", SHORT)
-def test_short_gate_passes_healthy_and_fails_under_its_fault(gate_session, check_id):
+def test_short_gate_passes_healthy_and_fails_under_its_fault(gate_session, check_id, undisturbed_target_gates):
     c = find(check_id)
     part = c.parts[0]
     ok = gate_session.run(c, part, setup="gate-healthy")
