@@ -5,7 +5,7 @@
 Topology: the tester is the link's only router (RA with M/O flags) and
 plays the DHCPv6 server (every Advertise and Reply variant crafted); Kea
 serves the happy path with a real server.  The lab DUT runs dhcpcd (DUT
-configuration dhcp6-client).  Declarations: keywords/v6gate/checks/dhcpv6_*.py
+configuration dhcp6-client).  Declarations: keywords/v6gate/checks/dhcpv6/
 (`v6gate list --area dhcpv6`).
 """
 

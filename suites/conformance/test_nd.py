@@ -2,7 +2,7 @@
 
 Topology: the tester emulates on-link nodes and routers with fresh MAC and
 interface identifiers per check, so the DUT starts without neighbour cache
-entries for them.  Declarations: keywords/v6gate/checks/nd.py
+entries for them.  Declarations: keywords/v6gate/checks/nd/
 (`v6gate list --area nd`).
 """
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from v6gate.checks import _dhcpv6 as X
+from v6gate.checks.dhcpv6 import _common as X
 from v6gate.errors import TargetFileError
 from v6gate.net import dhcpv6 as D
 

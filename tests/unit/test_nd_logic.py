@@ -16,7 +16,8 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 from scapy.packet import Padding
 
-from v6gate.checks.nd import NA_VARIANTS, _na_fault, na_outcome, ns_outcome
+from v6gate.checks.nd.na_processing import NA_VARIANTS, _na_fault, na_outcome
+from v6gate.checks.nd.ns_processing import ns_outcome
 from v6gate.checks.redirect import redirect_nc_outcome
 from v6gate.lab.faults import load_faults
 from v6gate.lab.impostor_rules import _kernel as K

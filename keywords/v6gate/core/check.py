@@ -183,9 +183,11 @@ def load_all() -> dict[str, Check]:
     if not _loaded:
         from .. import checks as pkg
 
-        for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{pkg.__name__}.{mod.name}")
+        # one module per area, or a package per area with a module per section (checks/nd/...);
+        # modules and packages whose name starts with "_" hold shared helpers, not checks
+        for mod in sorted(pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg.__name__}."), key=lambda m: m.name):
+            if not any(part.startswith("_") for part in mod.name.split(".")[2:]):
+                importlib.import_module(mod.name)
         _loaded = True
     return REGISTRY
 

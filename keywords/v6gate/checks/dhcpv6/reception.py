@@ -19,11 +19,11 @@ import struct
 from scapy.layers.inet import UDP
 from scapy.packet import Raw
 
-from ..core.check import Part, check
-from ..core.context import NotApplicable
-from ..net import dhcpv6 as D
-from ..net import packets as P
-from . import _dhcpv6 as X
+from ...core.check import Part, check
+from ...core.context import NotApplicable
+from ...net import dhcpv6 as D
+from ...net import packets as P
+from . import _common as X
 
 CAPS = ["DHCPv6-Client"]
 NEEDS = X.NEEDS

@@ -15,10 +15,10 @@ from __future__ import annotations
 import secrets
 import subprocess
 
-from ..core.check import Part, check
-from ..net import dhcpv6 as D
-from ..net import packets as P
-from . import _dhcpv6 as X
+from ...core.check import Part, check
+from ...net import dhcpv6 as D
+from ...net import packets as P
+from . import _common as X
 
 CAPS = ["DHCPv6-Client"]
 IGNORES_DNS = "impostor_client_ignores_dns_options"

@@ -22,9 +22,9 @@ from __future__ import annotations
 import itertools
 import struct
 
-from ..core.check import Part, check
-from ..net import dhcpv6 as D
-from . import _dhcpv6 as X
+from ...core.check import Part, check
+from ...net import dhcpv6 as D
+from . import _common as X
 
 CAPS = ["DHCPv6-Client"]
 
