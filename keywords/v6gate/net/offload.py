@@ -1,0 +1,151 @@
+"""Packets for the offload area: TCP and UDP over IPv6 with chosen transport
+checksums (right, wrong, zero), behind a chosen extension header, and the
+transport checksum computed independently of Scapy (RFC 8200 §8.1: the
+pseudo-header uses the final destination; RFC 768, RFC 9293 §3.1).
+"""
+
+from __future__ import annotations
+
+import secrets
+import struct
+
+from scapy.layers.inet import TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.packet import Packet, Raw
+
+from . import exthdr as X
+from . import frag as F
+
+NH_TCP, NH_UDP = X.NH_TCP, X.NH_UDP
+#: RFC 4727 §7: Routing Type 253 is reserved for experiments; no stack
+#: implements it, so with Segments Left 0 a node must ignore the header and
+#: process the next one (RFC 8200 §4.4).  (Type 0 is discarded, RFC 5095;
+#: Type 4, the SRH, is dropped by Linux unless seg6 is enabled.)
+EXPERIMENTAL_ROUTING_TYPE = 253
+
+#: the extension headers a probe can sit behind: name -> (label, builder of the header(s))
+EXTENSIONS = {
+    "none": "no extension header",
+    "hbh": "a Hop-by-Hop Options header (PadN)",
+    "dstopts": "a Destination Options header (PadN)",
+    "routing": f"a Routing header of type {EXPERIMENTAL_ROUTING_TYPE} with Segments Left 0",
+    "fragment": "a Fragment header (the datagram in two fragments)",
+}
+
+#: octets of the transport header/data in the first fragment of a "fragment" probe: the
+#: whole fixed TCP header (20) or UDP header (8) must be in it (RFC 8200 §4.5, RFC 7112),
+#: the rest (TCP options, UDP data) in the second fragment
+FIRST_FRAGMENT = 24
+
+
+def ones_sum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def l4_checksum(src: bytes, dst: bytes, proto: int, segment: bytes) -> int:
+    """The TCP/UDP checksum over the IPv6 pseudo-header (RFC 8200 §8.1) and
+    ``segment`` with its checksum field taken as zero."""
+    at = 16 if proto == NH_TCP else 6
+    seg = segment[:at] + b"\0\0" + segment[at + 2:]
+    pseudo = src + dst + struct.pack("!IxxxB", len(seg), proto)
+    c = 0xFFFF - ones_sum(pseudo + seg)
+    return 0xFFFF if proto == NH_UDP and c == 0 else c
+
+
+def transport(ip: bytes) -> tuple[int, int] | None:
+    """(protocol, offset) of the upper-layer header of an unfragmented IPv6
+    packet (bytes), or None if it is a fragment or unparseable."""
+    chain = F.header_chain(ip)
+    if any(nh == X.NH_FRAGMENT for nh, _, _ in chain[:-1]):
+        return None
+    nh, start, _ = chain[-1]
+    return (nh, start) if nh in (NH_TCP, NH_UDP) and start < len(ip) else None
+
+
+def checksum_of(ip: bytes, proto: int, start: int) -> tuple[int, int]:
+    """(checksum carried, checksum correct) of the segment at ``start``."""
+    seg = ip[start:40 + struct.unpack("!H", ip[4:6])[0]]
+    at = 16 if proto == NH_TCP else 6
+    return struct.unpack("!H", seg[at:at + 2])[0], l4_checksum(ip[8:24], ip[24:40], proto, seg)
+
+
+def ext_headers(kind: str, upper: int) -> Packet | None:
+    if kind == "hbh":
+        return X.hop_by_hop(X.padn(6), nh=upper)
+    if kind == "dstopts":
+        return X.destination_options(X.padn(6), nh=upper)
+    if kind == "routing":
+        return X.routing(EXPERIMENTAL_ROUTING_TYPE, 0, [], nh=upper)
+    return None
+
+
+def with_checksum(pkt: Packet, layer, how: str) -> Packet:
+    """``pkt`` (Ether/IPv6/...) with its TCP or UDP checksum ``how``: 'good'
+    (computed), 'bad' (the right one with bits flipped) or 'zero'."""
+    built = pkt.__class__(bytes(pkt))
+    good = built[layer].chksum
+    if how == "good":
+        return built
+    out = pkt.copy()
+    out[layer].chksum = 0 if how == "zero" else ((good ^ 0x5A5A) & 0xFFFF or 0x1234)
+    return out.__class__(bytes(out))
+
+
+def probe(base: Packet, ext: str, segment: Packet, how: str) -> list[Packet]:
+    """Frames carrying ``segment`` (TCP()/... or UDP()/...) behind ``ext``
+    (a key of EXTENSIONS), its checksum ``how``; ``base`` is Ether/IPv6."""
+    layer = TCP if TCP in segment else UDP
+    upper = NH_TCP if layer is TCP else NH_UDP
+    hdr = ext_headers(ext, upper)
+    pkt = base / hdr / segment if hdr is not None else base / segment
+    pkt = with_checksum(pkt, layer, how)
+    if ext != "fragment":
+        return [pkt]
+    return F.fragment(pkt, [FIRST_FRAGMENT])
+
+
+def sport() -> int:
+    return 40000 + secrets.randbelow(20000)
+
+
+def payload(label: str, n: int = 48) -> bytes:
+    """A datagram payload with a per-probe token (so an echo is matched to it)."""
+    token = f"v6gate-offload {label} {secrets.token_hex(8)} ".encode()
+    return (token * (n // len(token) + 1))[:max(n, len(token))]
+
+
+def udp_echo_of(node_addr: str, port: int, data: bytes):
+    """Matcher: the DUT's UDP echo of ``data`` (sent from ``port``) to the node."""
+
+    def m(p):
+        return (IPv6 in p and UDP in p and p[UDP].sport == port and p[IPv6].dst == node_addr
+                and bytes(p[UDP].payload) == data)
+
+    return m
+
+
+def answer_to(node_addr: str, sport_: int):
+    """Matcher: anything the DUT sends about a probe from ``sport_``: a TCP
+    segment or UDP datagram to that port, or an ICMPv6 error quoting it."""
+    from scapy.layers.inet6 import TCPerror, UDPerror
+
+    def m(p):
+        if IPv6 not in p or p[IPv6].dst != node_addr:
+            return False
+        if TCP in p and p[TCP].dport == sport_ or UDP in p and p[UDP].dport == sport_:
+            return True
+        for err in (TCPerror, UDPerror):
+            if err in p and p[err].sport == sport_:
+                return True
+        return False
+
+    return m
+
+
+def raw(data: bytes) -> Raw:
+    return Raw(data)
