@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 
 from scapy.layers.inet import TCP, UDP
+from scapy.layers.inet6 import ICMPv6PacketTooBig, IPv6
+from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
 from ..core.context import NotApplicable
@@ -194,3 +196,150 @@ def zero_udp_checksum_is_discarded(t):
         return t.failed(f"the same datagram with its checksum was not echoed either within {t.reply_timeout:g} s, "
                         "so the silence to the zero checksum proves nothing")
     return t.passed(f"nothing within {t.silence:g} s for checksum 0; the valid datagram drew {what_good}")
+
+
+# =====================================================================================================
+# Transmit segmentation
+# =====================================================================================================
+#: what the tester sends through the echo service (the DUT sends it back as one stream)
+BULK_OCTETS = 48_000
+#: the tester's own segments: small enough for every MSS the DUT may announce
+TESTER_SEGMENT = 1000
+
+
+def _service_port(t, name: str) -> int:
+    for s in t.target.services:
+        if s.get("name") == name and s.get("proto", "tcp") == "tcp":
+            return int(s["port"])
+    raise NotApplicable(f"the target declares no TCP service named {name!r} (services: in the target file)")
+
+
+def _stream(t, port: int, mss: int, pmtu: int | None):
+    """Open a connection to ``port``, optionally send a Packet Too Big
+    (``pmtu``) for it, push BULK_OCTETS through it and collect the echo.
+    Returns (stream, sent bytes, seconds) or raises BenchError."""
+    tn = t.tn1
+    dst = t.dut.global_address()
+    st = O.TcpStream(tn, t.dut.mac, dst, port, mss)
+    t.port.add_responder(st.responder)
+    t.defer(lambda: t.port.remove_responder(st.responder))
+    t.send(st.segment("S", seq=st.isn), label=f"SYN to port {port} announcing MSS {mss}")
+    if not st.synack.wait(t.reply_timeout):
+        return st, b"", None
+    t.send(st.segment("A"), label="ACK completing the handshake")
+    if pmtu:
+        quoted = (IPv6(src=dst, dst=tn.global_addr) / TCP(sport=port, dport=st.sport, flags="A",
+                                                          seq=(st.peer_isn + 1) % 2**32, ack=st.snd_nxt)
+                  / (b"\xa5" * 1200))
+        tr = t.tr1
+        ptb = (Ether(src=tr.mac, dst=t.dut.mac) / IPv6(src=tr.global_addr, dst=dst)
+               / ICMPv6PacketTooBig(mtu=pmtu) / bytes(quoted)[:1232])
+        t.send(ptb, label=f"Packet Too Big (MTU {pmtu}) for the connection, from TR1")
+        t.wait(0.05)
+    data = O.payload("bulk", BULK_OCTETS)
+    started = t.port.now()
+    for off in range(0, len(data), TESTER_SEGMENT):
+        t.port.send(st.segment("PA", data[off:off + TESTER_SEGMENT]))
+        st.snd_nxt += len(data[off:off + TESTER_SEGMENT])
+    t.note(f"sent {len(data)} octets in {TESTER_SEGMENT}-octet segments")
+    deadline = started + max(5.0, 5 * t.reply_timeout)
+    while t.port.now() < deadline and len(st.received()) < len(data):
+        t.wait(0.05)
+    took = t.port.now() - started
+    t.send(st.segment("R"), label="RST closing the connection")
+    return st, data, took
+
+
+def _judge_segments(st, *, mss: int, pmtu: int | None, dstopts: bool) -> tuple[list[str], dict]:
+    from scapy.layers.inet6 import IPv6ExtHdrDestOpt
+
+    problems: dict[str, list[str]] = {}
+    labels, sizes = set(), []
+    for i, (_, ip, p) in enumerate(st.frames):
+        n = i + 1
+        plen = int.from_bytes(ip[4:6], "big")
+        if plen + 40 > len(ip):
+            problems.setdefault("payload length", []).append(f"#{n}: Payload Length {plen} but {len(ip) - 40} "
+                                                             "octets on the wire")
+            continue
+        ip = ip[:40 + plen]
+        found = O.transport(ip)
+        if not found:
+            problems.setdefault("header chain", []).append(f"#{n}: no TCP header found")
+            continue
+        carried, right = O.checksum_of(ip, O.NH_TCP, found[1])
+        if carried != right:
+            problems.setdefault("checksum", []).append(f"#{n}: TCP checksum {carried:#06x}, correct {right:#06x}")
+        hdr = (ip[found[1] + 12] >> 4) * 4
+        payload = len(ip) - found[1] - hdr
+        if payload:
+            sizes.append(len(ip))
+            labels.add(int.from_bytes(ip[0:4], "big") & 0xFFFFF)
+        if payload > mss:
+            problems.setdefault("MSS", []).append(f"#{n}: {payload} octets of data, MSS {mss}")
+        if pmtu and len(ip) > pmtu:
+            problems.setdefault("PMTU", []).append(f"#{n}: {len(ip)}-octet packet, path MTU {pmtu}")
+        if dstopts and IPv6ExtHdrDestOpt not in p:
+            problems.setdefault("Destination Options", []).append(f"#{n}: no Destination Options header")
+    if len(labels) > 1:
+        problems["flow label"] = [f"{len(labels)} flow labels: " + ", ".join(f"{x:#07x}" for x in sorted(labels))]
+    out = [f"{k}: {len(v)} segment(s) wrong, first {v[0]}" if k != "flow label" else f"flow label changed: {v[0]}"
+           for k, v in problems.items()]
+    return out, {"segments": len(st.frames), "data_segments": len(sizes), "largest_packet": max(sizes or [0]),
+                 "flow_labels": sorted(labels)}
+
+
+@offload_check(
+    title="The DUT's TCP segments are each complete and correct: checksum, length, MSS, path MTU, flow label",
+    rfc="RFC 9293 §3.1 (checksum), §3.7.1 (segments within the MSS the peer announced, RFC 6691: less the IPv6 "
+        "extension headers); RFC 8200 §3 (Payload Length) and §8.1; RFC 8201 §4 (packets within the PMTU a Packet Too "
+        "Big set); RFC 6437 §2 (one flow label for the flow)",
+    expect="echoing a 48 000-octet transfer, every segment the DUT sends has a correct TCP checksum, a Payload Length "
+           "equal to what is on the wire, at most the MSS the tester announced as data, at most the path MTU a Packet "
+           "Too Big set as its size, the same flow label as the others and, where the service's socket carries a "
+           "Destination Options header, that header; and the echoed bytes are exactly those sent",
+    parts=[
+        Part("mss", "Data within the announced MSS (1000)", service="echo", mss=1000, pmtu=None,
+             fault="dut_ignores_the_announced_mss"),
+        Part("pmtu", "Packets within the path MTU a Packet Too Big set (1280; MSS 1440)", service="echo", mss=1440,
+             pmtu=1280, fault="dut_ignores_packet_too_big"),
+        Part("checksum", "Every segment's checksum and Payload Length correct", service="echo", mss=1000, pmtu=None,
+             fault="dut_offload_corrupts_checksums_of_later_segments"),
+        Part("flow_label", "One flow label for the connection", service="echo", mss=1000, pmtu=None,
+             fault="dut_offload_changes_the_flow_label_of_later_segments"),
+        Part("dstopts", "Service socket with a Destination Options header; MSS 1440, Packet Too Big 1280",
+             service="echo-dstopts", mss=1440, pmtu=1280, dstopts=True,
+             fault="dut_offload_strips_the_destination_options_of_later_segments"),
+    ],
+    liveness="echo",
+)
+def transmitted_segments_are_correct(t):
+    """A segmentation engine (TSO, or the stack's GSO) cuts one large
+    buffer into segments: each must be a complete, valid TCP/IPv6 packet
+    (RFC 9293 §3.1 checksum, RFC 8200 §3 Payload Length), carry at most the
+    MSS the peer announced (RFC 9293 §3.7.1; RFC 6691: IPv6 extension
+    headers reduce the room for data), fit the path MTU a Packet Too Big
+    reported (RFC 8201 §4), repeat every extension header of the original
+    (a Destination Options header set on the socket, RFC 3542 §6), and keep
+    the flow label of the flow (RFC 6437 §2: all packets of a flow carry
+    the same label).  The bytes must arrive exactly as sent."""
+    port = _service_port(t, t.p.service)
+    mss, pmtu = t.p.mss, t.p.pmtu
+    st, sent, took = _stream(t, port, mss, pmtu)
+    if took is None:
+        return t.failed(f"no SYN-ACK from port {port} within {t.reply_timeout:g} s: the DUT's {t.p.service} service "
+                        "does not accept a connection, so its segments cannot be judged")
+    got = st.received()
+    problems, figures = _judge_segments(st, mss=mss, pmtu=pmtu, dstopts=bool(t.p.__dict__.get("dstopts")))
+    t.measure("segments", figures)
+    t.measure("echo_seconds", round(took, 3))
+    if got != sent:
+        same = next((i for i, (a, b) in enumerate(zip(got, sent, strict=False)) if a != b), min(len(got), len(sent)))
+        problems.append(f"echoed stream differs from what was sent: {len(got)} of {len(sent)} octets back in "
+                        f"{took:.2f} s, first difference at octet {same}")
+    seen = (f"{figures['data_segments']} data segments ({figures['segments']} in all), largest packet "
+            f"{figures['largest_packet']} octets, flow label(s) {', '.join(f'{x:#07x}' for x in figures['flow_labels'])}; "
+            f"{len(got)} of {len(sent)} octets echoed in {took:.2f} s")
+    if problems:
+        return t.failed("; ".join(problems) + f" ({seen})")
+    return t.passed(seen)

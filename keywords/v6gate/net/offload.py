@@ -137,15 +137,93 @@ def answer_to(node_addr: str, sport_: int):
     def m(p):
         if IPv6 not in p or p[IPv6].dst != node_addr:
             return False
-        if TCP in p and p[TCP].dport == sport_ or UDP in p and p[UDP].dport == sport_:
+        if (TCP in p and p[TCP].dport == sport_) or (UDP in p and p[UDP].dport == sport_):
             return True
-        for err in (TCPerror, UDPerror):
-            if err in p and p[err].sport == sport_:
-                return True
-        return False
+        return any(err in p and p[err].sport == sport_ for err in (TCPerror, UDPerror))
 
     return m
 
 
 def raw(data: bytes) -> Raw:
     return Raw(data)
+
+
+class TcpStream:
+    """The tester's side of one TCP connection to the DUT, small enough to
+    judge every segment: a responder (``t.port.add_responder``) that records
+    what the DUT sends on the connection, acknowledges in-order data at
+    once (so the DUT's congestion window opens) and keeps the bytes.
+
+    No window scaling, SACK or timestamps are offered: the DUT's segments
+    then carry no TCP options, and its MSS is exactly what the tester
+    announced (RFC 9293 §3.7.1)."""
+
+    def __init__(self, node, dut_mac: str, dut_addr: str, port: int, mss: int):
+        import threading
+
+        self.node, self.dut_mac, self.dut_addr, self.port = node, dut_mac, dut_addr, port
+        self.mss = mss
+        self.sport = sport()
+        self.isn = secrets.randbits(31)
+        self.snd_nxt = self.isn + 1
+        self.peer_isn: int | None = None
+        self.rcv_nxt: int | None = None
+        self.frames: list = []        # (time, raw IPv6 bytes, Packet) of every DUT segment after the SYN-ACK
+        self.data: dict[int, bytes] = {}
+        self.synack = threading.Event()
+        self._lock = threading.Lock()
+
+    def base(self):
+        return self.node.ipv6(self.dut_addr, self.dut_mac)
+
+    def segment(self, flags: str, data: bytes = b"", seq: int | None = None) -> Packet:
+        ack = (self.rcv_nxt or 0) % 2**32
+        return self.base() / TCP(sport=self.sport, dport=self.port, flags=flags, seq=(self.snd_nxt if seq is None else seq) % 2**32,
+                                 ack=ack if "A" in flags else 0, window=65535,
+                                 options=[("MSS", self.mss)] if flags == "S" else []) / data
+
+    def ours(self, p) -> bool:
+        return (IPv6 in p and TCP in p and p[TCP].sport == self.port and p[TCP].dport == self.sport
+                and p[IPv6].dst == self.node.global_addr)
+
+    def responder(self, port, frame) -> None:
+        p = frame.pkt
+        if not self.ours(p):
+            return
+        tcp = p[TCP]
+        with self._lock:
+            if "S" in str(tcp.flags) and "A" in str(tcp.flags):
+                self.peer_isn = tcp.seq
+                if self.rcv_nxt is None:
+                    self.rcv_nxt = tcp.seq + 1
+                self.synack.set()
+                return
+            if self.rcv_nxt is None:
+                return
+            self.frames.append((frame.time, bytes(p[IPv6]), p))
+            data = bytes(tcp.payload)
+            ip = bytes(p[IPv6])
+            plen = struct.unpack("!H", ip[4:6])[0]
+            found = transport(ip)
+            if found and data:
+                start = found[1]
+                data = ip[start + tcp.dataofs * 4:40 + plen]
+                self.data.setdefault(tcp.seq, data)
+            while True:  # advance over contiguous data
+                rel = self.rcv_nxt % 2**32
+                chunk = self.data.get(rel)
+                if not chunk:
+                    break
+                self.rcv_nxt += len(chunk)
+            if data:
+                port.send(self.segment("A"))
+
+    def received(self) -> bytes:
+        if self.peer_isn is None:
+            return b""
+        out, seq = bytearray(), (self.peer_isn + 1) % 2**32
+        while seq in self.data:
+            chunk = self.data[seq]
+            out += chunk
+            seq = (seq + len(chunk)) % 2**32
+        return bytes(out)
