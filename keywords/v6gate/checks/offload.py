@@ -24,6 +24,7 @@ from ..core.check import Part, check
 from ..core.context import NotApplicable
 from ..core.control import NotSupported
 from ..errors import BenchError
+from ..net import frag as F
 from ..net import offload as O
 
 #: the lab DUT configurations every offload check runs in (fixtures/lab/topology.yaml)
@@ -214,10 +215,10 @@ def _service_port(t, name: str) -> int:
     raise NotApplicable(f"the target declares no TCP service named {name!r} (services: in the target file)")
 
 
-def _stream(t, port: int, mss: int, pmtu: int | None):
-    """Open a connection to ``port``, optionally send a Packet Too Big
-    (``pmtu``) for it, push BULK_OCTETS through it and collect the echo.
-    Returns (stream, sent bytes, seconds) or raises BenchError."""
+def _connect(t, port: int, mss: int, pmtu: int | None = None):
+    """Open a connection from TN1 to ``port`` announcing ``mss``; with
+    ``pmtu``, then send TR1's Packet Too Big for it.  Returns the stream,
+    or None when no SYN-ACK came."""
     tn = t.tn1
     dst = t.dut.global_address()
     st = O.TcpStream(tn, t.dut.mac, dst, port, mss)
@@ -225,7 +226,7 @@ def _stream(t, port: int, mss: int, pmtu: int | None):
     t.defer(lambda: t.port.remove_responder(st.responder))
     t.send(st.segment("S", seq=st.isn), label=f"SYN to port {port} announcing MSS {mss}")
     if not st.synack.wait(t.reply_timeout):
-        return st, b"", None
+        return None
     t.send(st.segment("A"), label="ACK completing the handshake")
     if pmtu:
         quoted = (IPv6(src=dst, dst=tn.global_addr) / TCP(sport=port, dport=st.sport, flags="A",
@@ -236,18 +237,35 @@ def _stream(t, port: int, mss: int, pmtu: int | None):
                / ICMPv6PacketTooBig(mtu=pmtu) / bytes(quoted)[:1232])
         t.send(ptb, label=f"Packet Too Big (MTU {pmtu}) for the connection, from TR1")
         t.wait(0.05)
-    data = O.payload("bulk", BULK_OCTETS)
+    return st
+
+
+def _await_echo(t, st, frames: list, total: int) -> float:
+    """Send ``frames`` back to back, wait for ``total`` octets of echo (or
+    the deadline), close with a RST; returns the seconds it took."""
     started = t.port.now()
-    for off in range(0, len(data), TESTER_SEGMENT):
-        t.port.send(st.segment("PA", data[off:off + TESTER_SEGMENT]))
-        st.snd_nxt += len(data[off:off + TESTER_SEGMENT])
-    t.note(f"sent {len(data)} octets in {TESTER_SEGMENT}-octet segments")
+    for f in frames:
+        t.port.send(f)
+    t.note(f"sent {total} octets in {len(frames)} frames")
     deadline = started + max(5.0, 5 * t.reply_timeout)
-    while t.port.now() < deadline and len(st.received()) < len(data):
+    while t.port.now() < deadline and len(st.received()) < total:
         t.wait(0.05)
     took = t.port.now() - started
     t.send(st.segment("R"), label="RST closing the connection")
-    return st, data, took
+    return took
+
+
+def _stream(t, port: int, mss: int, pmtu: int | None):
+    """Push BULK_OCTETS through the echo service; (stream, sent, seconds)."""
+    st = _connect(t, port, mss, pmtu)
+    if st is None:
+        return None, b"", None
+    data = O.payload("bulk", BULK_OCTETS)
+    frames = []
+    for off in range(0, len(data), TESTER_SEGMENT):
+        frames.append(st.segment("PA", data[off:off + TESTER_SEGMENT]))
+        st.snd_nxt += len(data[off:off + TESTER_SEGMENT])
+    return st, data, _await_echo(t, st, frames, len(data))
 
 
 def _judge_segments(st, *, mss: int, pmtu: int | None, dstopts: bool) -> tuple[list[str], dict]:
@@ -326,7 +344,7 @@ def transmitted_segments_are_correct(t):
     port = _service_port(t, t.p.service)
     mss, pmtu = t.p.mss, t.p.pmtu
     st, sent, took = _stream(t, port, mss, pmtu)
-    if took is None:
+    if st is None:
         return t.failed(f"no SYN-ACK from port {port} within {t.reply_timeout:g} s: the DUT's {t.p.service} service "
                         "does not accept a connection, so its segments cannot be judged")
     got = st.received()
@@ -343,3 +361,95 @@ def transmitted_segments_are_correct(t):
     if problems:
         return t.failed("; ".join(problems) + f" ({seen})")
     return t.passed(seen)
+
+
+# =====================================================================================================
+# Receive coalescing and reassembly
+# =====================================================================================================
+#: the coalescing probes: 24 segments of 600 octets, back to back (one NAPI poll can hold them all)
+COALESCE_SEGMENTS = 24
+COALESCE_OCTETS = 600
+
+
+def _coalescing_frames(st, data: bytes, mode: str) -> list:
+    """The tester's segments of ``data`` for one coalescing part."""
+    segs = []
+    for i in range(len(data) // COALESCE_OCTETS):
+        chunk = data[i * COALESCE_OCTETS:(i + 1) * COALESCE_OCTETS]
+        seq = st.snd_nxt + i * COALESCE_OCTETS
+        if mode == "headers":  # neighbours differ in extension header, flow label and traffic class
+            segs.append([st.segment("PA", chunk, seq=seq, ext="dstopts" if i % 3 == 1 else "none",
+                                    fl=0x12345 if i % 2 else 0x0ABCD, tc=0x20 if i % 4 >= 2 else 0)])
+        elif mode == "fragments":  # every other segment in two fragments
+            seg = st.segment("PA", chunk, seq=seq, fl=0x0ABCD)
+            segs.append(F.fragment(seg, [256]) if i % 2 else [seg])
+        else:
+            segs.append([st.segment("PA", chunk, seq=seq, fl=0x0ABCD)])
+    st.snd_nxt += len(data)
+    if mode == "out_of_order":  # each pair sent later one first: every second segment fills a hole
+        for i in range(0, len(segs) - 1, 2):
+            segs[i], segs[i + 1] = segs[i + 1], segs[i]
+        return [f for s in segs for f in s]
+    if mode == "fragments":  # interleave: the second fragment of a segment after the next segment's first
+        out, held = [], None
+        for s in segs:
+            out.append(s[0])
+            if held is not None:
+                out.append(held)
+                held = None
+            if len(s) > 1:
+                held = s[1]
+        return out + ([held] if held is not None else [])
+    return [f for s in segs for f in s]
+
+
+@offload_check(
+    title="Segments that differ in headers, arrive out of order or in fragments reach the application intact",
+    rfc="RFC 9293 §3.4 and §3.10.7.4 (data delivered in sequence, exactly once); RFC 8200 §4.5 (reassembly); "
+        "RFC 8200 §4 and §7, RFC 6437 §2 (extension headers, traffic class and flow label are per packet: "
+        "a receiver that merges packets must not lose what differs)",
+    expect="24 segments of 600 octets sent back to back on one connection to the echo service come back as "
+           "exactly the 14 400 octets sent, in order, when neighbouring segments differ in extension header, flow "
+           "label and traffic class, when every pair arrives in reverse order, and when every other segment comes "
+           "in two fragments interleaved with the next segment",
+    parts=[
+        Part("headers", "Neighbouring segments differ in Destination Options, flow label and traffic class",
+             mode="headers", fault="dut_coalescing_misreads_segments_with_destination_options"),
+        Part("out_of_order", "Every pair of segments in reverse order", mode="out_of_order",
+             fault="dut_coalescing_misplaces_out_of_order_segments"),
+        Part("fragments", "Every other segment in two fragments, interleaved with the next segment",
+             mode="fragments", fault="dut_reassembly_corrupts_fragmented_segments"),
+    ],
+    liveness="echo",
+)
+def coalesced_segments_reach_the_application_intact(t):
+    """Receive offloads (GRO, LRO, hardware coalescing) merge consecutive
+    segments of a flow into one before the stack sees them.  They may only
+    merge what is the same in every header but the sequence number; data
+    must still reach the application exactly once and in order (RFC 9293
+    §3.10.7.4), fragments reassembled exactly (RFC 8200 §4.5).  An engine
+    that miscounts an extension header's length, places an out-of-order
+    segment at the wrong offset or merges a fragment into a stream
+    changes the bytes the application reads; the echo shows them."""
+    port = echo_port(t, "tcp")
+    st = _connect(t, port, 1440)
+    if st is None:
+        return t.failed(f"no SYN-ACK from the echo port {port} within {t.reply_timeout:g} s: the DUT's echo service "
+                        "does not accept a connection, so what it delivers cannot be judged")
+    data = O.payload(f"coalesce-{t.p.mode}", COALESCE_SEGMENTS * COALESCE_OCTETS)
+    frames = _coalescing_frames(st, data, t.p.mode)
+    took = _await_echo(t, st, frames, len(data))
+    got = st.received()
+    t.measure("echo_seconds", round(took, 3))
+    t.measure("frames_sent", len(frames))
+    problems, figures = _judge_segments(st, mss=1440, pmtu=None, dstopts=False)
+    seen = f"{len(got)} of {len(data)} octets echoed in {took:.2f} s from {len(frames)} frames sent"
+    if got != data:
+        first = next((i for i, (a, b) in enumerate(zip(got, data, strict=False)) if a != b), min(len(got), len(data)))
+        lead = (f"the echoed stream differs from what was sent at octet {first} (segment {first // COALESCE_OCTETS + 1})"
+                if first < len(got) else f"the echo stopped after {len(got)} octets: the rest never reached the "
+                                         "application")
+        return t.failed("; ".join([lead, *problems]) + f" ({seen})")
+    if problems:
+        return t.failed("; ".join(problems) + f" in the DUT's echo ({seen})")
+    return t.passed(f"{seen}, identical to what was sent; {figures['data_segments']} echo segments all correct")

@@ -173,12 +173,16 @@ class TcpStream:
         self.synack = threading.Event()
         self._lock = threading.Lock()
 
-    def base(self):
-        return self.node.ipv6(self.dut_addr, self.dut_mac)
-
-    def segment(self, flags: str, data: bytes = b"", seq: int | None = None) -> Packet:
+    def segment(self, flags: str, data: bytes = b"", seq: int | None = None, ext: str = "none",
+                **ipv6_fields) -> Packet:
+        """A segment of the connection; ``ext`` an extension header (a key
+        of EXTENSIONS other than 'fragment'), ``ipv6_fields`` e.g. fl, tc."""
         ack = (self.rcv_nxt or 0) % 2**32
-        return self.base() / TCP(sport=self.sport, dport=self.port, flags=flags, seq=(self.snd_nxt if seq is None else seq) % 2**32,
+        base = self.node.ipv6(self.dut_addr, self.dut_mac, **ipv6_fields)
+        hdr = ext_headers(ext, NH_TCP)
+        if hdr is not None:
+            base = base / hdr
+        return base / TCP(sport=self.sport, dport=self.port, flags=flags, seq=(self.snd_nxt if seq is None else seq) % 2**32,
                                  ack=ack if "A" in flags else 0, window=65535,
                                  options=[("MSS", self.mss)] if flags == "S" else []) / data
 
