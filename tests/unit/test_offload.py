@@ -158,3 +158,14 @@ def test_coalescing_probes_carry_exactly_the_data_once(mode):
         assert len({(f[IPv6].fl, f[IPv6].tc, IPv6ExtHdrDestOpt in f) for f in frames}) > 2
     if mode == "fragments":
         assert len(frag_groups) == C.COALESCE_SEGMENTS // 2
+
+
+def test_impostor_answers_bad_checksums_over_ipv4_too():
+    from scapy.layers.inet import IP
+
+    base4 = Ether(src=TN_MAC, dst=DUT_MAC) / IP(src="198.18.1.200", dst="198.18.1.2")
+    good = O.with_checksum(base4 / TCP(sport=40003, dport=7, flags="S", seq=7), TCP, "good")
+    bad = O.with_checksum(base4 / TCP(sport=40003, dport=7, flags="S", seq=7), TCP, "bad")
+    assert I.accepts_bad_transport_checksums(good, DUT_INFO, _impostor()) == []
+    (reply,) = I.accepts_bad_transport_checksums(bad, DUT_INFO, _impostor())
+    assert reply[IP].dst == "198.18.1.200" and reply[TCP].flags == "SA" and reply[TCP].ack == 8

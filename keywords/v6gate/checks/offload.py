@@ -15,8 +15,10 @@ adapter can run it) is recorded with every result.
 from __future__ import annotations
 
 import functools
+import ipaddress
+import secrets
 
-from scapy.layers.inet import TCP, UDP
+from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import ICMPv6PacketTooBig, IPv6
 from scapy.layers.l2 import Ether
 
@@ -26,6 +28,7 @@ from ..core.control import NotSupported
 from ..errors import BenchError
 from ..net import frag as F
 from ..net import offload as O
+from ..net import v6only as V
 
 #: the lab DUT configurations every offload check runs in (fixtures/lab/topology.yaml)
 CONFIGS = {"offloads_on": "offload-on", "offloads_off": "offload-off"}
@@ -84,25 +87,51 @@ SYN_OPTIONS = [("MSS", 1220), ("NOP", None), ("NOP", None), ("Timestamp", (1, 0)
                ("SAckOK", b""), ("NOP", None), ("NOP", None)]
 
 
+def ipv4_of_dut(t, node) -> tuple[str, str]:
+    """(the DUT's IPv4 address, the node's) for an IPv4 parity part: the
+    target's extensions.offload.ipv4; SKIP without it (IPv4 is never
+    required).  The node answers ARP for its IPv4 address."""
+    value = (t.target.extensions.get("offload") or {}).get("ipv4")
+    if not value:
+        raise NotApplicable("the DUT has no IPv4 address declared (extensions.offload.ipv4): IPv4 parity is "
+                            "judged only where the DUT has IPv4, never required")
+    try:
+        v4 = ipaddress.IPv4Interface(value)
+    except ValueError:
+        raise BenchError(f"{t.target.source}: extensions.offload.ipv4 {value!r} is not an IPv4 address/length such "
+                         "as 198.18.1.2/24") from None
+    mine = str(v4.network.network_address + 200)
+    peer = V.TcpPeer(node, ports=(), ipv4=mine)
+    t.port.add_responder(peer.responder)
+    t.defer(lambda: t.port.remove_responder(peer.responder))
+    return str(v4.ip), mine
+
+
 def _segment(proto: str, port: int, sport: int, data: bytes):
     if proto == "tcp":
-        return TCP(sport=sport, dport=port, flags="S", seq=int.from_bytes(data[:4], "big"),
+        return TCP(sport=sport, dport=port, flags="S", seq=secrets.randbits(32),
                    options=SYN_OPTIONS, window=65535)
     return UDP(sport=sport, dport=port) / data
 
 
-def delivered(t, node, dst: str, proto: str, port: int, ext: str, how: str, label: str):
+def delivered(t, node, dst: str, proto: str, port: int, ext: str, how: str, label: str, ipv4: str | None = None):
     """Send one probe (a SYN to the echo port, or a datagram to it) behind
-    ``ext`` with its checksum ``how``; return (delivered?, what came back)."""
+    ``ext`` with its checksum ``how``; return (delivered?, what came back).
+    With ``ipv4`` (the node's IPv4 address) the probe goes over IPv4 to
+    ``dst``, an IPv4 address of the DUT."""
     sport = O.sport()
     data = O.payload(label)
-    base = t.to_dut(node, dst)
-    frames = O.probe(base, ext, _segment(proto, port, sport, data), how)
-    m = O.answer_to(node.global_addr, sport)
+    if ipv4:
+        base = Ether(src=node.mac, dst=t.dut.mac) / IP(src=ipv4, dst=dst)
+        frames = [O.with_checksum(base / _segment(proto, port, sport, data), TCP if proto == "tcp" else UDP, how)]
+        m = O.answer_to_v4(ipv4, sport)
+    else:
+        frames = O.probe(t.to_dut(node, dst), ext, _segment(proto, port, sport, data), how)
+        m = O.answer_to(node.global_addr, sport)
     since = t.port.now()
     for f in frames:
         t.send(f, label=f"{label}: {proto.upper()} {'SYN' if proto == 'tcp' else 'datagram'} to port {port} "
-                        f"behind {O.EXTENSIONS[ext]}, checksum {how}")
+                        f"{'over IPv4' if ipv4 else 'behind ' + O.EXTENSIONS[ext]}, checksum {how}")
     window = t.reply_timeout if how == "good" else t.silence
     frame = t.port.expect(t.from_dut(m), window, since=since)
     if frame is None:
@@ -113,14 +142,15 @@ def delivered(t, node, dst: str, proto: str, port: int, ext: str, how: str, labe
     if proto == "tcp" and TCP in p and p[TCP].dport == sport:
         flags = str(p[TCP].flags)
         if "S" in flags and "A" in flags:
-            rst = t.to_dut(node, dst) / TCP(sport=sport, dport=port, flags="R", seq=p[TCP].ack)
+            head = (Ether(src=node.mac, dst=t.dut.mac) / IP(src=ipv4, dst=dst)) if ipv4 else t.to_dut(node, dst)
+            rst = head / TCP(sport=sport, dport=port, flags="R", seq=p[TCP].ack)
             t.send(rst, label=f"RST closing the {label} probe's connection")
             return True, f"SYN-ACK (seq {p[TCP].seq}, ack {p[TCP].ack})"
         return True, f"TCP {flags}"
     if proto == "udp" and UDP in p and p[UDP].dport == sport:
         same = bytes(p[UDP].payload) == data
         return True, f"UDP echo of {len(bytes(p[UDP].payload))} octets{'' if same else ' (payload changed)'}"
-    return True, f"ICMPv6 {p.summary()}"
+    return True, f"{'ICMP' if ipv4 else 'ICMPv6'} {p.summary()}"
 
 
 def _parts(proto: str, fault: str):
@@ -136,7 +166,12 @@ def _parts(proto: str, fault: str):
     expect="a SYN to the echo port (or a datagram to it) whose transport checksum is wrong draws nothing from the "
            "DUT (no SYN-ACK, no RST, no echo, no ICMPv6 error) within the silence window; the same probe with a "
            "correct checksum draws a SYN-ACK (an echo), behind the same extension header",
-    parts=[*_parts("tcp", "impostor_accepts_bad_checksums"), *_parts("udp", "impostor_accepts_bad_checksums")],
+    parts=[*_parts("tcp", "impostor_accepts_bad_checksums"), *_parts("udp", "impostor_accepts_bad_checksums"),
+           *[Part(f"{proto}_ipv4", f"{proto.upper()} over IPv4 (parity, where the DUT has IPv4)", proto=proto,
+                  ext="ipv4", fault="impostor_accepts_bad_checksums",
+                  rfc="RFC 9293 §3.1 and §3.10.7; RFC 768 and RFC 1122 §4.1.3.4 (over IPv4: parity with IPv6; never "
+                      "required, SKIP without IPv4)")
+             for proto in ("tcp", "udp")]],
     liveness="echo",
 )
 def wrong_checksum_is_not_delivered(t):
@@ -153,19 +188,23 @@ def wrong_checksum_is_not_delivered(t):
     everything cannot pass."""
     port = echo_port(t, t.p.proto)
     tn = t.tn1
-    dst = t.dut.global_address()
-    bad, what_bad = delivered(t, tn, dst, t.p.proto, port, t.p.ext, "bad", "wrong-checksum")
-    good, what_good = delivered(t, tn, dst, t.p.proto, port, t.p.ext, "good", "right-checksum")
-    behind = O.EXTENSIONS[t.p.ext]
+    ipv4 = None
+    if t.p.ext == "ipv4":
+        dst, ipv4 = ipv4_of_dut(t, tn)
+    else:
+        dst = t.dut.global_address()
+    bad, what_bad = delivered(t, tn, dst, t.p.proto, port, t.p.ext, "bad", "wrong-checksum", ipv4)
+    good, what_good = delivered(t, tn, dst, t.p.proto, port, t.p.ext, "good", "right-checksum", ipv4)
+    behind = "over IPv4" if ipv4 else f"behind {O.EXTENSIONS[t.p.ext]}"
     if bad:
-        return t.failed(f"a {t.p.proto.upper()} probe with a wrong checksum behind {behind} was delivered: the DUT "
+        return t.failed(f"a {t.p.proto.upper()} probe with a wrong checksum {behind} was delivered: the DUT "
                         f"answered with {what_bad}" + (f" (the valid probe drew {what_good})" if good else ""))
     if not good:
-        return t.failed(f"the valid {t.p.proto.upper()} probe behind {behind} (right checksum) was not delivered "
+        return t.failed(f"the valid {t.p.proto.upper()} probe {behind} (right checksum) was not delivered "
                         f"either: nothing within {t.reply_timeout:g} s, so the silence to the wrong one proves "
                         "nothing")
     return t.passed(f"nothing within {t.silence:g} s for the wrong checksum; the right one drew {what_good} "
-                    f"(behind {behind})")
+                    f"({behind})")
 
 
 @offload_check(

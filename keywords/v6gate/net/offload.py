@@ -144,6 +144,20 @@ def answer_to(node_addr: str, sport_: int):
     return m
 
 
+def answer_to_v4(node_addr: str, sport_: int):
+    """Matcher: the IPv4 counterpart of ``answer_to`` (ICMP errors included)."""
+    from scapy.layers.inet import ICMP, IP, TCPerror, UDPerror
+
+    def m(p):
+        if IP not in p or p[IP].dst != node_addr:
+            return False
+        if (TCP in p and p[TCP].dport == sport_) or (UDP in p and p[UDP].dport == sport_):
+            return True
+        return ICMP in p and any(err in p and p[err].sport == sport_ for err in (TCPerror, UDPerror))
+
+    return m
+
+
 def raw(data: bytes) -> Raw:
     return Raw(data)
 

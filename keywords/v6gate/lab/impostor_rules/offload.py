@@ -15,7 +15,7 @@ from __future__ import annotations
 import secrets
 import struct
 
-from scapy.layers.inet import TCP, UDP
+from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment
 from scapy.layers.l2 import Ether
 
@@ -50,7 +50,11 @@ def accepts_bad_transport_checksums(pkt, dut, impostor=None, ports=(7,), zero_on
     """Answer TCP SYNs and echo UDP datagrams to ``ports`` whose checksum is
     wrong (``zero_only``: only UDP datagrams whose checksum is zero), as a
     DUT whose receive path does not verify them."""
-    if Ether not in pkt or IPv6 not in pkt or pkt[Ether].dst.lower() != dut["mac"].lower():
+    if Ether not in pkt or pkt[Ether].dst.lower() != dut["mac"].lower():
+        return []
+    if IP in pkt and not zero_only:
+        return _ipv4(pkt, dut, ports)
+    if IPv6 not in pkt:
         return []
     ip = _datagram(pkt, impostor)
     found = O.transport(ip) if ip else None
@@ -76,3 +80,23 @@ def accepts_bad_transport_checksums(pkt, dut, impostor=None, ports=(7,), zero_on
         return [reply / TCP(sport=dport, dport=sport, flags="SA", seq=secrets.randbits(32), ack=(seq + 1) % 2**32)]
     length = struct.unpack("!H", seg[4:6])[0]
     return [reply / UDP(sport=dport, dport=sport) / seg[8:length]]
+
+
+def _ipv4(pkt, dut, ports) -> list:
+    """The same over IPv4 (the parity parts): Scapy recomputes the checksum."""
+    layer = TCP if TCP in pkt else UDP if UDP in pkt else None
+    if layer is None or pkt[layer].dport not in ports or pkt[IP].frag or pkt[IP].flags.MF:
+        return []
+    fresh = pkt[IP].copy()
+    fresh[layer].chksum = None
+    right = IP(bytes(fresh))[layer].chksum
+    if pkt[layer].chksum == right or (layer is UDP and pkt[UDP].chksum == 0):
+        return []
+    reply = Ether(src=dut["mac"], dst=pkt[Ether].src) / IP(src=pkt[IP].dst, dst=pkt[IP].src)
+    seg = pkt[layer]
+    if layer is TCP:
+        if int(seg.flags) & 0x3F != 0x02:
+            return []
+        return [reply / TCP(sport=seg.dport, dport=seg.sport, flags="SA", seq=secrets.randbits(32),
+                            ack=(seg.seq + 1) % 2**32)]
+    return [reply / UDP(sport=seg.dport, dport=seg.sport) / bytes(seg.payload)]
