@@ -129,6 +129,24 @@ def offload_on_is_not_slower_than_offload_off(t):
 
 
 @check(
+    title="Offload on is not worse than offload off for request/response transactions",
+    rfc="RFC 8200 §8.1 (upper-layer checksums, offloaded or not); RFC 9293 §3.7.1 (segmentation)",
+    expect="with TSO/GSO/GRO and checksum offload on, transactions/s (64 KiB out, 100 bytes back) at least "
+           "(1 - margin) x off and CPU per transaction at most (1 + margin) x off, in each family",
+    fault="dut_large_segments_slowed",
+    parts=_parts("offload_rr"),
+    **FAMILY,
+)
+def offload_on_is_not_costlier_per_transaction(t):
+    """The FreeBSD and storage studies: offload on vs off as a cost per
+    transaction (a storage write: 64 KiB request, small answer) as well as
+    per byte; in each family, offloads must not make transactions slower
+    or costlier.  The offload area's conformance checks
+    (docs/offload.md) judge that what the offloads produce is correct."""
+    return run_gate(t, "offload_rr")
+
+
+@check(
     title="IPv6 offloads match IPv4 offloads (ethtool -k)",
     rfc="RFC 8200 §8.1 (IPv6 upper-layer checksums); IPv6-only readiness",
     expect="every offload on for IPv4 has its IPv6 twin on",
