@@ -11,7 +11,7 @@ import struct
 
 from scapy.layers.inet import TCP, UDP
 from scapy.layers.inet6 import IPv6
-from scapy.packet import Packet, Raw
+from scapy.packet import Packet
 
 from . import exthdr as X
 from . import frag as F
@@ -156,10 +156,6 @@ def answer_to_v4(node_addr: str, sport_: int):
         return ICMP in p and any(err in p and p[err].sport == sport_ for err in (TCPerror, UDPerror))
 
     return m
-
-
-def raw(data: bytes) -> Raw:
-    return Raw(data)
 
 
 class TcpStream:
