@@ -24,6 +24,8 @@ import sys
 #: kernel), Hdr Ext Len 0, then one PadN option of 4 octets (RFC 8200 §4.2)
 #: padding it to 8.  PadN carries no meaning, so every stack accepts it.
 DSTOPTS = bytes([0, 0, 1, 4, 0, 0, 0, 0])
+#: how long one echo may wait for the peer's window before it is given up
+SEND_TIMEOUT_S = 5.0
 
 
 def listener(kind: int, port: int, dstopts: bool = False) -> socket.socket:
@@ -90,10 +92,10 @@ def _conn_event(sel, conn: socket.socket, role: str, pending: dict) -> None:
     if data and role == "echo":
         buf += data
     if buf:
-        conn.setblocking(True)  # echo everything back before reading more (bounded by the peer's window)
+        conn.settimeout(SEND_TIMEOUT_S)  # echo everything back before reading more (bounded by the peer's window)
         try:
             conn.sendall(bytes(buf))
-        except OSError:
+        except OSError:  # a peer that stopped reading (or vanished) loses its echo, not the other clients'
             pass
         finally:
             conn.setblocking(False)
