@@ -26,7 +26,7 @@ def cmd_diff(args) -> int:
     from ..report import diff, html
 
     old, _ = diff.load(args.old)
-    new, new_path = diff.load(args.new)
+    new, _ = diff.load(args.new)
     d = diff.compare(old, new)
     print(json.dumps(d, indent=1) if args.json else diff.to_text(d))
     if args.html:

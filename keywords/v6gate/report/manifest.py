@@ -116,7 +116,7 @@ def bundle(run_dir: Path, out: Path | None = None) -> tuple[Path, dict]:
     if out.resolve().is_relative_to(run_dir) and out.resolve().parent == run_dir:
         raise UsageError(f"-o {out}: write the bundle outside the run directory it packs")
     entries = _read_manifest(run_dir)
-    names = sorted(entries) + [NAME]
+    names = [*sorted(entries), NAME]
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for rel in names:
