@@ -16,28 +16,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..paths import ROOT
 
-MAX_FRAMES = 6
-MAX_DETAIL_LINES = 80  # per frame, after dropping tshark's capture metadata
+MAX_FRAMES = 5
+MAX_DETAIL_LINES = 60  # per frame, after dropping tshark's capture metadata and MAC bit fields
 TIMEOUT_S = 20
-#: background the DUT sends in every window; left out unless the check's area is about it
-BACKGROUND = {"mld": "icmpv6.type == 143 || icmpv6.type == 131 || icmpv6.type == 132"}
+#: background the DUT sends in every window, left out unless the check's area is about it (summary text)
+BACKGROUND = {"mld": ("Multicast Listener Report", "Multicast Listener Done")}
+_NOISE = re.compile(r"^\s+\.\.\.\. .*= (LG|IG) bit:")
 
 _FRAME = re.compile(r"^Frame (\d+): ")
 _SUMMARY = re.compile(r"^\s*(\d+)\s+\d+\.\d+\s")
 
 
-def _filter(dut_mac: str | None, area: str) -> str:
-    parts = [f"eth.src == {dut_mac}"] if dut_mac else []
-    for bg_area, expr in BACKGROUND.items():
-        if area != bg_area:
-            parts.append(f"!({expr})")
-    return " && ".join(parts)
-
-
-def _tshark(pcap: str, display_filter: str) -> str | None:
-    argv = ["tshark", "-n", "-r", pcap, "-V", "-P"] + (["-Y", display_filter] if display_filter else [])
+def _tshark(pcap: str) -> str | None:
     try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
+        cp = subprocess.run(["tshark", "-n", "-r", pcap, "-V", "-P"], capture_output=True, text=True, timeout=TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return cp.stdout if cp.returncode == 0 else None
@@ -61,7 +53,7 @@ def parse(text: str) -> list[dict]:
         elif state == "body":
             if not line.strip():
                 state = "between"
-            else:
+            elif not _NOISE.match(line):
                 frames[-1]["detail"].append(line)
         elif _SUMMARY.match(line):
             pending = line
@@ -72,29 +64,29 @@ def parse(text: str) -> list[dict]:
     return frames
 
 
+def _source(frame: dict) -> str:
+    first = frame["detail"].split("\n", 1)[0] if isinstance(frame["detail"], str) else (frame["detail"] or [""])[0]
+    m = re.search(r"Src: ([0-9a-f:]{17})", first, re.I)
+    return m.group(1).lower() if m else ""
+
+
 def dissect(pcap_path: str, *, dut_mac: str | None, area: str = "") -> dict:
-    """{frames: [...], who: 'DUT' | 'tester', total: n, note: str}"""
+    """{frames: [...], who: 'DUT' | 'tester', total: n, note: str}: one tshark run per pcap."""
     path = str(ROOT / pcap_path)
     if not os.path.isfile(path):
         return {"frames": [], "who": "", "total": 0, "note": f"pcap {pcap_path} is missing"}
-    text = _tshark(path, _filter(dut_mac, area))
+    text = _tshark(path)
     if text is None:
         return {"frames": [], "who": "", "total": 0, "note": "tshark could not read the pcap"}
     frames = parse(text)
-    who = "DUT"
-    note = ""
-    if not frames:
-        all_frames = parse(_tshark(path, "") or "")
-        who = "tester"
-        note = "the DUT sent nothing in this window; the last frames the tester sent:"
-        frames = all_frames[-MAX_FRAMES:]
-        total = len(all_frames)
-    else:
-        total = len(frames)
-        if total > MAX_FRAMES:
-            note = f"first {MAX_FRAMES} of {total} frames the DUT sent (all in the pcap)"
-        frames = frames[:MAX_FRAMES]
-    return {"frames": frames, "who": who, "total": total, "note": note}
+    background = tuple(t for a, texts in BACKGROUND.items() if a != area for t in texts)
+    dut = [f for f in frames if (not dut_mac or _source(f) == dut_mac.lower())
+           and not any(t in f["summary"] for t in background)]
+    if dut:
+        note = f"first {MAX_FRAMES} of {len(dut)} frames the DUT sent (all in the pcap)" if len(dut) > MAX_FRAMES else ""
+        return {"frames": dut[:MAX_FRAMES], "who": "DUT", "total": len(dut), "note": note}
+    return {"frames": frames[-MAX_FRAMES:], "who": "tester", "total": len(frames),
+            "note": "the DUT sent nothing in this window (background left out); the last frames on the link:"}
 
 
 def dissect_checks(checks: list[dict], *, dut_mac: str | None, workers: int | None = None) -> dict[str, dict]:
