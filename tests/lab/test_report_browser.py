@@ -107,6 +107,8 @@ def test_triage_view_shows_the_failures_first_grouped_by_root_cause(run):
 
 def test_filters_and_search_select_the_parts(run):
     run_dir, _ = run
+    dom = chromium((run_dir / "report.html").as_uri() + "?open=all")
+    assert 'data-overflow="false"' in dom, "with every part open, nothing runs off the right edge at 1400 px"
     dom = chromium((run_dir / "report.html").as_uri() + "?area=nd&v=pass")
     assert sorted(_visible_checks(dom)) == ["nd.invalid_ns_is_ignored#A", "nd.invalid_ns_is_ignored#B",
                                             "nd.ns_is_answered_without_nce#A"]
