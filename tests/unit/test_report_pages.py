@@ -243,3 +243,29 @@ def test_a_run_of_1000_checks_and_40_gates_renders(tmp_path):
     assert html.count('<details class="chk ') == 1040
     assert json.dumps(compliance.matrix(doc))  # serializable
 
+
+
+def test_cli_exit_codes_of_verify_bundle_and_diff(tmp_path, capsys):
+    from v6gate.cli import main
+
+    d = _run_dir(tmp_path)
+    assert main(["verify", str(d)]) == 0
+    assert main(["bundle", str(d), "-o", str(tmp_path / "b.tar.gz")]) == 0
+    assert main(["verify", str(tmp_path / "b.tar.gz")]) == 0
+    (d / "results.json").write_text("changed")
+    assert main(["verify", str(d)]) == 1
+    assert "changed: results.json" in capsys.readouterr().out
+    assert main(["bundle", str(d)]) == 1
+    for argv in (["verify", str(tmp_path / "nope")], ["diff", str(tmp_path / "nope"), str(d)]):
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and err.count("\n") == 1, err
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    doc = faulty()
+    old.write_text(json.dumps(doc))
+    doc["checks"][7]["verdict"] = "FAIL"
+    new.write_text(json.dumps(doc))
+    assert main(["diff", str(old), str(new)]) == 1
+    assert main(["diff", str(old), str(old), "--html", str(tmp_path / "d.html")]) == 0
+    assert "Newly failing (0)" in (tmp_path / "d.html").read_text()
