@@ -39,7 +39,10 @@ def faulted_run(run_dir: Path, items=FAULTED) -> dict:
     from v6gate.core.session import RunRecorder, Session
     from v6gate.report.writer import finalize_run, write_session_info
 
+    from v6gate.report.results import now_iso
+
     load_all()
+    started = now_iso()
     run_dir.mkdir(parents=True, exist_ok=True)
     session = Session.for_lab(run_dir, recorder=RunRecorder(run_dir, worker="main"))
     try:
@@ -50,7 +53,8 @@ def faulted_run(run_dir: Path, items=FAULTED) -> dict:
     finally:
         session.close()
         write_session_info(run_dir, session, closing=True)
-    _, doc = finalize_run(run_dir, target_label="lab", profile="default", command="faulted run (test)")
+    _, doc = finalize_run(run_dir, target_label="lab", profile="default", started=started,
+                          command="faulted run (test)")
     return doc
 
 

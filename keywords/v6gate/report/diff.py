@@ -41,6 +41,11 @@ def _label(doc: dict) -> str:
     return f"{(run.get('target') or {}).get('name', '?')} · {run.get('id', '?')}"
 
 
+def _seen(c: dict) -> str:
+    """What the part saw, problem first (the reason also repeats the expectation)."""
+    return ((c.get("problems") or [None])[0] or c.get("seen") or c.get("reason") or "").strip()
+
+
 def _failing(c: dict | None) -> bool:
     return c is not None and c["verdict"] == "FAIL"
 
@@ -72,7 +77,8 @@ def compare(old: dict, new: dict) -> dict:
         was = o.get(k)
         row = {"key": k, "area": c["area"], "title": c["title"], "ipv6ready": c.get("ipv6ready"),
                "old": was["verdict"] if was else None, "new": c["verdict"], "waived": bool(c.get("waived")),
-               "old_reason": was.get("reason", "") if was else "", "new_reason": c.get("reason", "")}
+               "old_reason": was.get("reason", "") if was else "", "new_reason": c.get("reason", ""),
+               "old_seen": _seen(was) if was else "", "new_seen": _seen(c)}
         if c["verdict"] == "FAIL" and not _failing(was):
             (other if c.get("waived") else newly_failing).append(row)
         elif _failing(was) and c["verdict"] == "PASS":
@@ -123,7 +129,7 @@ def to_text(d: dict) -> str:
         lines.append(f"{title}: {len(rows)}")
         for r in rows[:50]:
             lines.append(f"  {r['key']}: {r['old'] or 'absent'} -> {r['new']}{' (waived)' if r['waived'] else ''}"
-                         f"  {r['new_reason'][:160]}")
+                         f"  {r['new_seen'][:160]}")
         if len(rows) > 50:
             lines.append(f"  … {len(rows) - 50} more (see --json)")
     lines.append(f"gates moved past their margin: {len(d['gates_moved'])}")
