@@ -37,9 +37,8 @@ def faulted_run(run_dir: Path, items=FAULTED) -> dict:
     """Run the parts on one lab, each under its fault, and write the run's reports."""
     from v6gate.core.check import find, load_all
     from v6gate.core.session import RunRecorder, Session
-    from v6gate.report.writer import finalize_run, write_session_info
-
     from v6gate.report.results import now_iso
+    from v6gate.report.writer import finalize_run, write_session_info
 
     load_all()
     started = now_iso()
