@@ -269,3 +269,24 @@ def test_cli_exit_codes_of_verify_bundle_and_diff(tmp_path, capsys):
     assert main(["diff", str(old), str(new)]) == 1
     assert main(["diff", str(old), str(old), "--html", str(tmp_path / "d.html")]) == 0
     assert "Newly failing (0)" in (tmp_path / "d.html").read_text()
+
+
+def test_dissection_picks_what_the_dut_sent_without_background():
+    """tshark's view of a real capture: the DUT's frames (its MAC), MLD Reports left out outside the mld area,
+    capture metadata and MAC bit fields dropped; with an unknown MAC, the last frames on the link."""
+    from v6gate.paths import FIXTURES
+    from v6gate.report.dissect import MAX_FRAMES, dissect
+
+    pcap = str(FIXTURES / "captures" / "dad-skipped.pcapng")
+    d = dissect(pcap, dut_mac="02:00:00:00:00:02", area="slaac")
+    assert d["who"] == "DUT" and d["frames"]
+    assert d["frames"][0]["summary"].split()[0] == "3" and "Router Solicitation" in d["frames"][0]["summary"]
+    for f in d["frames"]:
+        assert "Multicast Listener Report" not in f["summary"]
+        assert f["detail"].startswith("Ethernet II, Src: 02:00:00:00:00:02")
+        assert "Arrival Time" not in f["detail"] and "LG bit" not in f["detail"]
+    mld = dissect(pcap, dut_mac="02:00:00:00:00:02", area="mld")
+    assert "Multicast Listener Report" in mld["frames"][0]["summary"]
+    none = dissect(pcap, dut_mac="02:00:00:00:00:99", area="slaac")
+    assert none["who"] == "tester" and len(none["frames"]) == MAX_FRAMES and "sent nothing" in none["note"]
+    assert dissect("/nonexistent.pcapng", dut_mac=None)["note"].endswith("is missing")
