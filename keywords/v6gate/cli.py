@@ -117,6 +117,8 @@ def cmd_run(args) -> int:
     for key in s["errors"]:
         print(f"  ERROR:    {key}")
     print(f"v6gate: report {paths['html']}\n        results {paths['results']}\n        junit {paths['junit']}")
+    if paths.get("manifest"):
+        print(f"        compliance {paths['compliance_csv']}\n        manifest {paths['manifest']}")
     if interrupted:
         print("v6gate: interrupted; the reports hold what finished", file=sys.stderr)
         return EXIT_INTERRUPTED

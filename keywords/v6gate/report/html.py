@@ -1,86 +1,132 @@
-"""A readable single-file HTML report: summary by area and verdict, then
-each check with its reason, references and a link to its pcap.
+"""The HTML report, from Jinja2 templates (reports/templates/*.j2) with
+autoescaping: ``report.html`` is the triage view (problems first, grouped by
+area and root cause, filters and search, passes collapsed), beside it
+``compliance.html`` (the capability matrix) and, when the run has a
+baseline, ``diff.html``.  Every page works offline from the run directory
+(no CDN: the CSS and the small filter script are inline).
 
-Areas that need more than a row (performance gates with plots) register a
-renderer for their result kind in ``RENDERERS``."""
+Areas that need more than a reason (performance gates with plots) register
+a renderer for their result kind in ``RENDERERS``; ``SECTIONS`` add HTML
+sections after the triage groups (the gates' pairing, the audit's per-host
+table).  Both return HTML strings that the area escaped itself."""
 
 from __future__ import annotations
 
-import html
+import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
-from string import Template
+
+import jinja2
+from markupsafe import Markup
 
 from ..paths import REPORTS, ROOT
+from . import triage
 
-TEMPLATE = REPORTS / "templates" / "report.html"
-VERDICTS = ("PASS", "FAIL", "SKIP", "ERROR", "INCONCLUSIVE")
+TEMPLATES = REPORTS / "templates"
+VERDICTS = ("PASS", "FAIL", "SKIP", "ERROR", "INCONCLUSIVE", "NOT_JUDGED")
 
 #: kind -> function(check_dict, report_dir) returning extra HTML for that check
 RENDERERS: dict[str, Callable[[dict, Path], str]] = {}
-#: functions(doc, report_dir) returning HTML sections placed after the summary
+#: functions(doc, report_dir) returning HTML sections placed after the triage groups
 SECTIONS: list[Callable[[dict, Path], str]] = []
 
-
-def _e(s) -> str:
-    return html.escape(str(s if s is not None else ""))
+_ENV: jinja2.Environment | None = None
 
 
-def _rel(path: str, base: Path) -> str:
+def env() -> jinja2.Environment:
+    global _ENV
+    if _ENV is None:
+        _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                                  autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+                                  undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+        _ENV.filters["num"] = _num
+    return _ENV
+
+
+def _num(v, fmt: str = "{:.4g}") -> str:
+    return "—" if v is None else fmt.format(v)
+
+
+def rel_link(path: str | None, base: Path) -> str | None:
+    """A pcap path as results.json holds it (repository-relative or absolute) as a link from the report."""
+    if not path:
+        return None
     try:
         return os.path.relpath(ROOT / path, base)
     except ValueError:
         return path
 
 
-def _verdict_cell(c: dict) -> str:
-    v = c["verdict"]
-    label = "FAIL (waived)" if v == "FAIL" and c.get("waived") else v
-    if v == "FAIL" and c.get("baseline_failure"):
-        label = "FAIL (baseline)"
-    cls = "waived" if label != v else v.lower()
-    return f'<span class="v {cls}">{_e(label)}</span>'
+def headline(c: dict, limit: int = 240) -> str:
+    """The one line a triager reads first: the first problem, else what was seen, else the reason."""
+    text = ((c.get("problems") or [None])[0] or c.get("seen") or c.get("reason") or "").strip()
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def write_html(doc: dict, path: Path, report_dir: Path) -> None:
-    s = doc["summary"]
-    run = doc["run"]
-    counts = " ".join(f'<span class="v {v.lower()}">{v} {s["counts"][v]}</span>' for v in VERDICTS)
-    area_rows = "".join(
-        f"<tr><td>{_e(a)}</td>" + "".join(f"<td>{n.get(v, 0) or ''}</td>" for v in VERDICTS) + "</tr>"
-        for a, n in s["by_area"].items())
-    lists = []
-    for key, title in (("new_failures", "New failures"), ("errors", "Bench errors"), ("inconclusive", "Inconclusive"),
-                       ("fixed", "Fixed (waived or baseline failure that now passes)"),
-                       ("waived", "Waived failures"), ("missing", "Selected but not run")):
-        if s.get(key):
-            lists.append(f"<h3>{_e(title)} ({len(s[key])})</h3><p class=keys>{', '.join(_e(k) for k in s[key])}</p>")
-    rows = []
-    for c in doc["checks"]:
-        pcap = c.get("evidence", {}).get("pcap")
-        link = f'<a href="{_e(_rel(pcap, report_dir))}">pcap</a>' if pcap else ""
-        ref = f"{c['ipv6ready'] or '—'}{' part ' + c['part'] if c['part'] else ''}"
-        extra = RENDERERS.get(c.get("kind", "check"), lambda *_: "")(c, report_dir)
-        waiver = ""
-        if c.get("waiver"):
-            w = c["waiver"]
-            waiver = f"<p class=waiver>Waiver: {_e(w.get('reason'))}" + (
-                f" — observed: {_e(w['observed'])}" if w.get("observed") else "") + "</p>"
-        timeline = ""
-        if c.get("timeline"):
-            timeline = "<details><summary>timeline</summary><pre>" + _e("\n".join(c["timeline"])) + "</pre></details>"
-        rows.append(
-            f'<tr class="{c["verdict"].lower()}"><td>{_verdict_cell(c)}</td><td>{_e(ref)}</td>'
-            f"<td><b>{_e(c['title'])}</b><br><code>{_e(c['id'])}</code></td><td>{_e(c['rfc'])}</td>"
-            f"<td><p>{_e(c['reason'])}</p>{waiver}{extra}{timeline}</td><td>{link}<br>{c['duration_s']:.2f}s</td></tr>")
-    sections = "".join(fn(doc, report_dir) for fn in SECTIONS)
-    page = Template(TEMPLATE.read_text()).substitute(
-        title=_e(f"v6gate — {run['target'].get('name', '')}"),
-        target=_e(run["target"].get("name", "")), kind=_e(run["target"].get("kind", "")),
-        run_id=_e(run["id"]), started=_e(run["started"]), finished=_e(run["finished"]),
-        profile=_e(run.get("profile", "")), exit_code=s["exit_code"], counts=counts, area_rows=area_rows,
-        lists="".join(lists), sections=sections, rows="".join(rows),
-        tool=_e(", ".join(f"{k} {v}" for k, v in run.get("tool", {}).items() if v)),
-    )
-    path.write_text(page)
+def _extra(c: dict, report_dir: Path) -> Markup:
+    fn = RENDERERS.get(c.get("kind", "check"))
+    return Markup(fn(c, report_dir)) if fn else Markup("")
+
+
+def pages(doc: dict, report_dir: Path, *, baseline_doc: dict | None = None,
+          dissect: bool = True) -> dict[str, str]:
+    """name -> HTML text of every page of the report."""
+    from . import compliance, diff
+
+    t0 = time.monotonic()
+    report_dir = Path(report_dir)
+    view = triage.build(doc)
+    dissections = {}
+    if dissect:
+        from .dissect import dissect_checks
+
+        dissections = dissect_checks([c for c in doc["checks"] if triage.needs_attention(c)],
+                                     dut_mac=(doc["run"].get("target") or {}).get("dut_mac"))
+    matrix = compliance.matrix(doc)
+    delta = diff.compare(baseline_doc, doc) if baseline_doc is not None else None
+    nav = [("report.html", "Triage"), ("compliance.html", "Compliance")] + (
+        [("diff.html", "Diff")] if delta is not None else [])
+    common = {"doc": doc, "run": doc["run"], "summary": doc["summary"], "nav": nav, "verdicts": VERDICTS,
+              "label": triage.label, "key": triage.key, "rfcs": triage.rfcs, "headline": headline}
+    out = {}
+    e = env()
+    out["report.html"] = e.get_template("report.html.j2").render(
+        **common, page="report.html", view=view, dissections=dissections,
+        link=lambda p: rel_link(p, report_dir), extra=lambda c: _extra(c, report_dir),
+        sections=[Markup(fn(doc, report_dir)) for fn in SECTIONS],
+        filters=triage.filter_values(doc), delta=delta, build_s=round(time.monotonic() - t0, 2))
+    out["compliance.html"] = e.get_template("compliance.html.j2").render(**common, page="compliance.html",
+                                                                         matrix=matrix, columns=compliance.COLUMNS)
+    if delta is not None:
+        out["diff.html"] = e.get_template("diff.html.j2").render(**common, page="diff.html", delta=delta)
+    return out
+
+
+def write_html(doc: dict, path: Path, report_dir: Path, *, baseline_doc: dict | None = None,
+               dissect: bool = True) -> list[Path]:
+    """Write report.html at ``path`` and its sibling pages; returns every page written."""
+    path = Path(path)
+    if baseline_doc is None:
+        baseline_doc = load_baseline(doc)
+    written = []
+    for name, text in pages(doc, report_dir, baseline_doc=baseline_doc, dissect=dissect).items():
+        p = path if name == "report.html" else path.with_name(name)
+        p.write_text(text)
+        written.append(p)
+    stale = path.with_name("diff.html")
+    if stale not in written and stale.exists():
+        stale.unlink()
+    return written
+
+
+def load_baseline(doc: dict) -> dict | None:
+    """The run's --baseline results.json, if it names one that can still be read."""
+    path = (doc.get("run") or {}).get("baseline")
+    if not path:
+        return None
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None

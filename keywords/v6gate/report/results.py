@@ -163,7 +163,7 @@ def validate(doc: dict) -> None:
 
 
 def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
-    """Write results.json, junit.xml and report.html into run_dir."""
+    """Write results.json, junit.xml, the HTML pages, compliance.csv/.json and MANIFEST.sha256 into run_dir."""
     from .html import write_html
     from .junit import write_junit
 
@@ -174,7 +174,11 @@ def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
     tmp.write_text(json.dumps(doc, indent=1, default=str))
     os.replace(tmp, out["results"])
     write_junit(doc, out["junit"])
+    from . import compliance, manifest
+
+    out.update(compliance.write(doc, run_dir))  # compliance.csv / .json, before the pages that link them
     write_html(doc, out["html"], run_dir)
+    out["manifest"] = manifest.write(run_dir)  # last: over everything above and every pcap
     return out
 
 

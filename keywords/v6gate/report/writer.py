@@ -47,6 +47,14 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
 
     load_all()  # areas register their report renderers, sections and document parts on import
     run_dir = Path(run_dir)
+    if baseline is None or started is None:  # a rebuild ('v6gate report') keeps the run's start and --baseline
+        try:
+            before = json.loads((run_dir / "results.json").read_text()).get("run") or {}
+        except (OSError, ValueError, AttributeError):
+            before = {}
+        started = started or before.get("started")
+        if baseline is None and before.get("baseline") and Path(before["baseline"]).is_file():
+            baseline = before["baseline"]
     results = load_records(run_dir, phases=("checks", "gates"))
     infos = read_session_infos(run_dir)
     target = next((i["target"] for i in infos if i.get("target")), {"name": target_label, "kind": "unknown"})

@@ -1,0 +1,122 @@
+"""The compliance matrix (SDOC-style): per target, each capability it claims
+against the verdicts of the tests that support the claim, with a status a
+lab or an auditor can act on.  The capabilities, their USGv6-r1 / IPv6 Ready
+labels and the areas that support them are data
+(fixtures/compliance/capabilities.yaml); written as a page of the report
+and as compliance.csv / compliance.json in the run directory."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from .. import yamlfile
+from ..paths import FIXTURES
+
+DATA = FIXTURES / "compliance" / "capabilities.yaml"
+COLUMNS = ("PASS", "FAIL", "waived", "SKIP", "NOT_JUDGED", "ERROR", "INCONCLUSIVE")
+SUPPORTED, NOT_SUPPORTED, NOT_DEMONSTRATED, NOT_CLAIMED = ("supported", "not supported", "not demonstrated",
+                                                           "not claimed")
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> dict[str, dict]:
+    return dict(yamlfile.load(DATA.read_text())["capabilities"])
+
+
+def supports(check: dict, capability: str, spec: dict) -> bool:
+    return capability in (check.get("capabilities") or []) or check.get("area") in (spec.get("areas") or [])
+
+
+def _column(c: dict) -> str:
+    v = c["verdict"]
+    if v == "FAIL" and c.get("waived"):
+        return "waived"
+    return v if v in COLUMNS else "ERROR"
+
+
+def status(counts: dict[str, int]) -> str:
+    if counts["FAIL"]:
+        return NOT_SUPPORTED
+    if counts["PASS"] and not (counts["ERROR"] or counts["NOT_JUDGED"] or counts["INCONCLUSIVE"]):
+        return SUPPORTED
+    return NOT_DEMONSTRATED
+
+
+def _why(row: dict) -> str:
+    n = row["counts"]
+    if row["parts"] == 0:
+        return "no test of this capability ran"
+    if row["status"] == NOT_SUPPORTED:
+        return f"{n['FAIL']} part(s) FAIL: " + ", ".join(row["failing"][:5]) + (" …" if len(row["failing"]) > 5 else "")
+    if row["status"] == SUPPORTED:
+        return f"{n['PASS']} part(s) PASS" + (f"; {n['waived']} waived deviation(s)" if n["waived"] else "")
+    undecided = {k: n[k] for k in ("ERROR", "NOT_JUDGED", "INCONCLUSIVE") if n[k]}
+    if undecided:
+        return "undecided: " + ", ".join(f"{v} {k}" for k, v in undecided.items())
+    if row["status"] == NOT_CLAIMED:
+        return "the target does not claim it; its tests were skipped or ran for information"
+    return "no part PASSed (all skipped or waived)"
+
+
+def matrix(doc: dict) -> dict:
+    target = doc["run"].get("target") or {}
+    claimed = list(target.get("capabilities") or [])
+    cat = catalogue()
+    names = claimed + [c for c in cat if c not in claimed]
+    rows = []
+    for cap in names:
+        spec = cat.get(cap, {})
+        counts = dict.fromkeys(COLUMNS, 0)
+        failing = []
+        for c in doc["checks"]:
+            if supports(c, cap, spec):
+                col = _column(c)
+                counts[col] += 1
+                if col == "FAIL":
+                    failing.append(f"{c['id']}{'#' + c['part'] if c.get('part') else ''}")
+        parts = sum(counts.values())
+        if cap not in claimed and parts == 0:
+            continue
+        row = {"capability": cap, "claimed": cap in claimed, "title": spec.get("title", ""),
+               "usgv6": spec.get("usgv6", ""), "ipv6ready": spec.get("ipv6ready", ""), "counts": counts,
+               "parts": parts, "failing": failing,
+               "status": status(counts) if cap in claimed else NOT_CLAIMED}
+        row["why"] = _why(row)
+        rows.append(row)
+    return {"target": target.get("name", ""), "kind": target.get("kind", ""), "run": doc["run"].get("id"),
+            "rows": rows}
+
+
+def to_csv(m: dict) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["target", "capability", "claimed", "status", *COLUMNS, "parts", "usgv6", "ipv6ready", "title", "why"])
+    for r in m["rows"]:
+        w.writerow([m["target"], r["capability"], "yes" if r["claimed"] else "no", r["status"],
+                    *(r["counts"][k] for k in COLUMNS), r["parts"], r["usgv6"], r["ipv6ready"], r["title"], r["why"]])
+    return out.getvalue()
+
+
+def to_text(m: dict) -> str:
+    """The matrix as a plain-text table (for a terminal, a ticket or a note)."""
+    head = ["capability", "claimed", "status", *COLUMNS]
+    rows = [[r["capability"], "yes" if r["claimed"] else "no", r["status"], *(str(r["counts"][k]) for k in COLUMNS)]
+            for r in m["rows"]]
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    lines = [f"compliance of {m['target']} ({m['kind']}), run {m['run']}",
+             "  ".join(h.ljust(w) for h, w in zip(head, widths))]
+    lines += ["  ".join(x.ljust(w) for x, w in zip(row, widths)) for row in rows]
+    return "\n".join(lines)
+
+
+def write(doc: dict, run_dir: Path) -> dict[str, Path]:
+    m = matrix(doc)
+    run_dir = Path(run_dir)
+    paths = {"compliance_csv": run_dir / "compliance.csv", "compliance_json": run_dir / "compliance.json"}
+    paths["compliance_csv"].write_text(to_csv(m))
+    paths["compliance_json"].write_text(json.dumps(m, indent=1))
+    return paths
