@@ -1006,3 +1006,49 @@ def route_information_selects_next_hop(t):
     if after.router is not tr1:
         return t.failed(f"the withdrawn route via TR2 is still used (expected TR1, the default router): {seen}")
     return t.passed(seen)
+
+
+# -- RFC 8028: the first hop depends on the source address -------------------------
+
+
+@check(
+    area="rd", scope="host",
+    title="Traffic from a prefix goes to the router that advertised it (multihomed host)",
+    rfc="RFC 8028 §3; RFC 6724 §5 rule 5.5",
+    needs=["exclusive_router"],
+    capabilities=["RFC8028"],
+    fault="dut_sends_each_prefix_to_the_other_router",
+    liveness="echo",
+    expect="with two default routers each advertising its own prefix, the DUT sends a packet whose source is "
+           "its address in TR1's prefix to TR1 and one whose source is its address in TR2's prefix to TR2, "
+           "whichever router the request arrived through (four Echo Replies: P1, P2, P2, P1)",
+)
+def source_address_selects_first_hop(t):
+    """'A host SHOULD select default routers for each prefix it is assigned
+    an address in.  Routers that have advertised the prefix in their Router
+    Advertisement message SHOULD be preferred over routers that do not
+    advertise the prefix' (RFC 8028 §3); RFC 6724 rule 5.5 is the source
+    address side of the same rule."""
+    tr1, tr2 = t.tr1, t.node("TR2", router=True)
+    routers = [tr1, tr2]
+    conf1 = autoconfigure(t, tr1, router_lifetime=600)
+    conf2 = autoconfigure(t, tr2, prefix=fresh_prefix(avoid=conf1.prefix), router_lifetime=600)
+    for conf, router in ((conf1, tr1), (conf2, tr2)):
+        if conf.address is None:
+            return t.failed(f"from {router.name}'s RA: {conf.missing()}")
+    tn2 = offlink_node(t)
+    tn2.answers_ns = False
+    own = {conf1.address: tr1, conf2.address: tr2}
+    seen, problems = [], []
+    # each address twice, in the order P1 P2 P2 P1, each request arriving through the *other* router: a stack
+    # with one default router, alternating ones, or answering where a request came from cannot get all four right
+    for addr in (conf1.address, conf2.address, conf2.address, conf1.address):
+        other = tr2 if own[addr] is tr1 else tr1
+        path = next_hop_for(t, tn2, addr, via=other, routers=routers)
+        seen.append(f"from {addr} (advertised by {own[addr].name}): {path.describe()}")
+        if path.kind == "none":
+            problems.append(f"no answer from {addr}")
+        elif path.router is not own[addr]:
+            problems.append(f"the answer from {addr} went {'through ' + path.router.name if path.router else path.kind}"
+                            f", not through {own[addr].name}, which advertised its prefix")
+    return t.failed(f"{'; '.join(problems)}: {'; '.join(seen)}") if problems else t.passed("; ".join(seen))
