@@ -44,3 +44,25 @@ def test_preference_misread_swaps_high_and_low_only():
                    route_information("2001:db8:7::/48", preference="medium")), {})
     assert [p for p, _ in _rios(got)] == [3, 1, 0]
     assert rule(_ra(route_information("2001:db8:7::/48", preference="medium")), {}) is None
+
+
+def _pio_flags(packet: bytes) -> list[tuple[int, int]]:
+    from scapy.layers.inet6 import ICMPv6NDOptPrefixInfo
+
+    opt, out = IPv6(packet)[ICMPv6ND_RA].payload, []
+    while opt:
+        if isinstance(opt, ICMPv6NDOptPrefixInfo):
+            out.append((opt.A, opt.res1 & 0x10))
+        opt = opt.payload
+    return out
+
+
+def test_p_flag_rules_touch_only_options_with_p():
+    from v6gate.net.nd import pd_preferred, prefix_option
+
+    _load_rules()
+    ra = _ra(pd_preferred(prefix_option("2001:db8:5::/64")), prefix_option("2001:db8:6::/64"))
+    assert _pio_flags(ra) == [(1, 0x10), (1, 0)]
+    assert _pio_flags(RULES["pio_p_flag_clears_a"](ra, {})) == [(0, 0x10), (1, 0)]
+    assert _pio_flags(RULES["pio_p_flag_unseen"](ra, {})) == [(1, 0), (1, 0)]
+    assert RULES["pio_p_flag_clears_a"](_ra(prefix_option("2001:db8:6::/64")), {}) is None
