@@ -256,3 +256,37 @@ def source_address_selection(t):
         return t.failed(seen)
     return t.verdict(src in a2, f"{seen} ({why})")
 
+
+
+# -- RFC 8981: no temporary address where SLAAC is not allowed ---------------------------------------
+
+
+@check(area="addrarch", title="No temporary address for a prefix with A=0",
+       rfc="RFC 8981 §3.4; RFC 4862 §5.5.3(a)", needs=["exclusive_router"],
+       fault="dut_ignores_autonomous_flag", **_TEMP,
+       expect="from an RA with two prefixes, one A=1 and one A=0 (both L=1), the DUT forms its public and "
+              "temporary addresses in the A=1 prefix and no address at all, temporary or public, in the A=0 one")
+def no_temporary_address_without_autonomous_flag(t):
+    """RFC 8981 §3.4: temporary addresses are generated 'for a prefix ...
+    used in stateless address autoconfiguration' — an option whose
+    autonomous flag is clear is not (RFC 4862 §5.5.3(a): 'If the Autonomous
+    flag is not set, silently ignore the Prefix Information option').  The
+    A=1 prefix in the same RA shows the DUT processed it."""
+    slaac, managed = fresh_prefix(avoid=t.target.link_prefix), fresh_prefix(avoid=t.target.link_prefix)
+    since = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[
+        prefix_option(managed, valid=600, preferred=600, autonomous=0),
+        prefix_option(slaac, valid=600, preferred=600)]), label=f"RA: {managed} with A=0, {slaac} with A=1")
+    t.wait(dad_window(t))
+    probes = t.collect(lambda p: is_dad_ns_for(p), 0, since=since)
+    formed = {net: sorted({f.pkt[ICMPv6ND_NS].tgt for f in probes if is_dad_ns_for(f.pkt, net)})
+              for net in (slaac, managed)}
+    public, temporary = _split_temporary(t, formed[slaac])
+    if not temporary:
+        return t.failed(f"no temporary address in the A=1 prefix {slaac} either (probed {formed[slaac]}): the "
+                        "DUT formed none at all, so the A=0 rule cannot be judged")
+    seen = f"A=1 {slaac}: public {public}, temporary {temporary}; A=0 {managed}: {formed[managed] or 'nothing'}"
+    if formed[managed]:
+        _, temp_managed = _split_temporary(t, formed[managed])
+        return t.failed(f"the DUT formed {formed[managed]} in the A=0 prefix {managed}"
+                        f"{' (temporary: ' + ', '.join(temp_managed) + ')' if temp_managed else ''}: {seen}")
+    return t.passed(seen)
