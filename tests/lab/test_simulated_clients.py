@@ -1,10 +1,11 @@
-"""RFC 9686 (dhcpv6.self_generated_address_is_registered) proven both ways
-(root, the lab).  The lab's DUT does not implement RFC 9686 and the lab
-target does not claim ADDR-REG, so the controls cannot prove it; here a copy
-of the lab target claims ADDR-REG and the check runs against the project's
-own simulated client (lab/impostor_rules/dhcpv6_addr_reg.py): PASS when it
-registers correctly, FAIL for the named mistake, FAIL on the plain lab DUT
-(which never asks for the Address Registration option)."""
+"""Checks of behaviour the lab's DUT does not implement, proven both ways
+(root, the lab): RFC 9686 (dhcpv6.self_generated_address_is_registered,
+capability ADDR-REG) and RFC 9463 (rdnss.encrypted_resolver_is_used,
+capability DNR).  The lab target claims neither, so the controls cannot
+prove them; here a copy of the lab target claims both and each check runs
+against the project's own simulated client (lab/impostor_rules/
+dhcpv6_addr_reg.py, rdnss_dnr.py): PASS when it behaves correctly, FAIL for
+the named mistake, FAIL on the plain lab DUT."""
 
 import pytest
 import yaml
@@ -19,10 +20,10 @@ def claiming_session(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("addr-reg")
     lab = FIXTURES / "targets" / "lab.yaml"
     doc = yaml.safe_load(lab.read_text())
-    doc["capabilities"] = [*doc["capabilities"], "ADDR-REG"]
+    doc["capabilities"] = [*doc["capabilities"], "ADDR-REG", "DNR"]
     doc["lab"]["topology"] = str((lab.parent / doc["lab"]["topology"]).resolve())
     doc["waiver_files"] = [str(lab.parent / w) for w in doc.get("waiver_files", [])]
-    target = tmp / "lab-addr-reg.yaml"
+    target = tmp / "lab-addr-reg-dnr.yaml"
     target.write_text(yaml.safe_dump(doc))
     with Session.for_lab(tmp / "run", target_file=target) as s:
         yield s
@@ -38,5 +39,17 @@ def claiming_session(tmp_path_factory):
 def test_addr_reg_is_proven_both_ways(claiming_session, part, fault, want, says):
     c = find("dhcpv6.self_generated_address_is_registered")
     r = claiming_session.run(c, c.part(part), fault=fault, setup=f"addr-reg-{fault or 'plain'}")
+    assert r.verdict == want, r.reason
+    assert says in r.reason, r.reason
+
+
+@pytest.mark.parametrize("fault, want, says", [
+    ("impostor_resolves_over_dnr", "PASS", "TCP segment(s) to port 8853"),
+    ("impostor_takes_dnr_for_rdnss", "FAIL", "plain DNS to the encrypted resolver"),
+    (None, "FAIL", "no TCP connection to"),
+])
+def test_dnr_is_proven_both_ways(claiming_session, fault, want, says):
+    c = find("rdnss.encrypted_resolver_is_used")
+    r = claiming_session.run(c, c.parts[0], fault=fault, setup=f"dnr-{fault or 'plain'}")
     assert r.verdict == want, r.reason
     assert says in r.reason, r.reason
