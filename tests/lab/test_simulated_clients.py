@@ -20,7 +20,7 @@ def claiming_session(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("addr-reg")
     lab = FIXTURES / "targets" / "lab.yaml"
     doc = yaml.safe_load(lab.read_text())
-    doc["capabilities"] = [*doc["capabilities"], "ADDR-REG", "DNR"]
+    doc["capabilities"] = [*doc["capabilities"], "ADDR-REG", "DNR", "DHCPv6-PD"]
     doc["lab"]["topology"] = str((lab.parent / doc["lab"]["topology"]).resolve())
     doc["waiver_files"] = [str(lab.parent / w) for w in doc.get("waiver_files", [])]
     target = tmp / "lab-addr-reg-dnr.yaml"
@@ -51,5 +51,17 @@ def test_addr_reg_is_proven_both_ways(claiming_session, part, fault, want, says)
 def test_dnr_is_proven_both_ways(claiming_session, fault, want, says):
     c = find("rdnss.encrypted_resolver_is_used")
     r = claiming_session.run(c, c.parts[0], fault=fault, setup=f"dnr-{fault or 'plain'}")
+    assert r.verdict == want, r.reason
+    assert says in r.reason, r.reason
+
+
+@pytest.mark.parametrize("fault, want, says", [
+    ("impostor_requests_a_prefix_for_p_flag", "PASS", "Solicit"),
+    ("impostor_solicits_an_address_for_p_flag", "FAIL", "carries no IA_PD"),
+    (None, "FAIL", "no Solicit within"),
+])
+def test_p_flag_prefix_delegation_is_proven_both_ways(claiming_session, fault, want, says):
+    c = find("dhcpv6.p_flag_starts_prefix_delegation")
+    r = claiming_session.run(c, c.parts[0], fault=fault, setup=f"pd-{fault or 'plain'}")
     assert r.verdict == want, r.reason
     assert says in r.reason, r.reason

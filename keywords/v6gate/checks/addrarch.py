@@ -267,9 +267,9 @@ def source_address_selection(t):
        expect="from an RA with two prefixes, one A=1 and one A=0 (both L=1), the DUT forms its public and "
               "temporary addresses in the A=1 prefix and no address at all, temporary or public, in the A=0 one")
 def no_temporary_address_without_autonomous_flag(t):
-    """RFC 8981 §3.4: temporary addresses are generated 'for a prefix ...
-    used in stateless address autoconfiguration' — an option whose
-    autonomous flag is clear is not (RFC 4862 §5.5.3(a): 'If the Autonomous
+    """RFC 8981 §3.4 generates temporary addresses for prefixes used in
+    stateless address autoconfiguration — an option whose autonomous flag
+    is clear is not (RFC 4862 §5.5.3(a): 'If the Autonomous
     flag is not set, silently ignore the Prefix Information option').  The
     A=1 prefix in the same RA shows the DUT processed it."""
     slaac, managed = fresh_prefix(avoid=t.target.link_prefix), fresh_prefix(avoid=t.target.link_prefix)
@@ -328,9 +328,9 @@ def _temp_timing(t) -> tuple[float, float]:
               "in the prefix between TEMP_PREFERRED_LIFETIME - MAX_DESYNC_FACTOR - REGEN_ADVANCE (less 1 s of timer "
               "slack) and TEMP_PREFERRED_LIFETIME after it probed the first one, i.e. before the first deprecates")
 def temporary_address_is_regenerated_in_advance(t):
-    """'the node SHOULD generate a new temporary address ... REGEN_ADVANCE
-    time units before a temporary address becomes deprecated' so that a
-    preferred temporary address is always available (RFC 8981 §3.4, §3.5);
+    """A node generates a new temporary address REGEN_ADVANCE before the
+    current one becomes deprecated, so that a preferred temporary address is
+    always available (RFC 8981 §3.4, §3.5);
     REGEN_ADVANCE = 2 + (TEMP_IDGEN_RETRIES * DupAddrDetectTransmits *
     RetransTimer / 1000) seconds, and a temporary address's preferred
     lifetime is TEMP_PREFERRED_LIFETIME - DESYNC_FACTOR at most (§3.8)."""

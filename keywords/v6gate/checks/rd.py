@@ -952,12 +952,11 @@ def _via(t, node, conf, tr1, routers):
     ],
 )
 def route_information_selects_next_hop(t):
-    """Type C hosts 'use the Route Information Options to determine the next
-    hop' (RFC 4191 §3): 'the host MUST ... look up the destination in its
-    Routing Table ... longest-prefix match, choosing by preference among
-    routes of equal length' (§3.2), and a Route Lifetime of zero means the
-    route 'MUST be removed' (§3.1, 'If the Route Lifetime is zero, the route
-    is removed from the Routing Table')."""
+    """A type C host (RFC 4191 §3) keeps the routes of Route Information
+    options in its Routing Table and picks the next hop by longest prefix
+    match, then by route preference among routes of equal length (§3.2's
+    sending algorithm); a Route Information option with a Route Lifetime of
+    zero removes its route (§3.1)."""
     tr1, tr2 = t.tr1, t.node("TR2", router=True)
     routers = [tr1, tr2]
     conf = autoconfigure(t, tr1, router_lifetime=600)  # TR1: the default router and the DUT's prefix

@@ -212,7 +212,7 @@ def search_list_is_used(t):
 
 
 @check(area="rdnss", scope="host", title="An encrypted resolver announced by DNR is contacted over its encrypted protocol",
-       rfc="RFC 9463 §6.1, §7.1", capabilities=["DNR"], needs=["exclusive_router"], liveness=None,
+       rfc="RFC 9463 §6; RFC 9460 (SvcParams)", capabilities=["DNR"], needs=["exclusive_router"], liveness=None,
        fault="impostor_takes_dnr_for_rdnss",
        expect="after an RA with a prefix and an Encrypted DNS option (ADN, the resolver's address, alpn dot, port "
               "8853), and a name lookup, the DUT opens a TCP connection to the resolver's address on port 8853 and "
@@ -220,8 +220,8 @@ def search_list_is_used(t):
 def encrypted_resolver_is_used(t):
     """A DNR client learns an encrypted resolver from the Encrypted DNS RA
     option: its Authentication Domain Name, addresses and SvcParams (RFC 9463
-    §6.1), and reaches it with the protocol and port those SvcParams name
-    (RFC 9463 §7.1, SvcParams of RFC 9460; DoT of RFC 7858).  A port other
+    §6), and reaches it with the protocol and port those SvcParams name
+    (SvcParams of RFC 9460; DoT of RFC 7858).  A port other
     than the default (8853) shows the client read the SvcParams; plain DNS
     to the resolver's address means it took the option for an RDNSS."""
     from scapy.layers.inet import TCP, UDP

@@ -702,7 +702,7 @@ def duplicate_hardware_link_local_disables_ip(t):
 @check(
     area="slaac", scope="host",
     title="A prefix with the P flag forms no SLAAC address",
-    rfc="RFC 9762 §5.1",
+    rfc="RFC 9762 (updating RFC 4862 §5.5.3)",
     needs=["exclusive_router"],
     capabilities=["RFC9762"],
     fault="dut_ignores_pio_p_flag",
@@ -712,10 +712,11 @@ def duplicate_hardware_link_local_disables_ip(t):
            "there",
 )
 def pio_with_p_flag_forms_no_address(t):
-    """'If the P flag is set ... a host that supports the P flag ... SHOULD
-    ignore the A flag' (RFC 9762 §5.1: the network prefers that it requests
-    a prefix with DHCPv6 Prefix Delegation instead).  The second option,
-    without P, is the effect that shows the RA was processed at all."""
+    """RFC 9762 updates RFC 4862 so that the Autonomous flag of a Prefix
+    Information option is ignored when the option has the P flag set (the
+    network prefers that the host gets a prefix by DHCPv6 Prefix Delegation
+    instead).  The second option, without P, is the effect that shows the RA
+    was processed at all."""
     plain = fresh_prefix(avoid=t.target.link_prefix)
     flagged = fresh_prefix(avoid=plain)
     since = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[

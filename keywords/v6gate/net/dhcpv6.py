@@ -725,7 +725,7 @@ class DnsResponder(_Responder):
 # ---------------------------------------------------------------------------------------------------------
 ADDR_REG_INFORM, ADDR_REG_REPLY = 36, 37  # RFC 9686 §4.2, §4.3 (IANA DHCPv6 message types)
 OPT_ADDR_REG_ENABLE = 148  # RFC 9686 §4.1: zero-length, the server takes registrations
-#: RFC 9686 §4.6: retransmission of ADDR-REG-INFORM (RFC 8415 §15 logic with these)
+#: RFC 9686 §4.5: retransmission of ADDR-REG-INFORM (RFC 8415 §15 logic with these)
 ADDR_REG_IRT, ADDR_REG_MRC = 1.0, 3
 MESSAGE_NAMES.update({ADDR_REG_INFORM: "ADDR-REG-INFORM", ADDR_REG_REPLY: "ADDR-REG-REPLY"})
 OPTION_NAMES.update({OPT_ADDR_REG_ENABLE: "Address Registration"})

@@ -70,7 +70,7 @@ class Resolver:
         return [q for q in self.queries if q.time >= since and (want is None or q.name.rstrip(".").lower() == want)]
 
 
-#: RFC 9463 §6.1: the Encrypted DNS option of Router Advertisements
+#: RFC 9463 §6: the Encrypted DNS option of Router Advertisements
 ND_OPT_ENCRYPTED_DNS = 144
 SVC_KEY_ALPN, SVC_KEY_PORT = 1, 3  # RFC 9460 §14.3.2
 DOT_PORT = 853  # RFC 7858 §3.1
@@ -82,7 +82,7 @@ def _dns_wire(name: str) -> bytes:
 
 def encrypted_dns_option(adn: str, addresses: list[str], *, alpn: tuple[str, ...] = ("dot",), priority: int = 1,
                          lifetime: int = 600, port: int | None = None):
-    """An Encrypted DNS option (RFC 9463 §6.1): Service Priority, Lifetime,
+    """An Encrypted DNS option (RFC 9463 §6): Service Priority, Lifetime,
     the Authentication Domain Name, the resolver's addresses and its
     SvcParams (alpn, and port when not the protocol's default), zero-padded
     to a multiple of 8 octets."""

@@ -100,12 +100,12 @@ def is_dad_ns_for(pkt: Packet, net: ipaddress.IPv6Network | None = None, target:
     return net is None or ipaddress.IPv6Address(tgt) in net
 
 
-#: RFC 9762 §4: the P flag, the fourth bit of a Prefix Information option's flags (Scapy's res1, 5 bits wide)
+#: RFC 9762: the P flag, the fourth bit of a Prefix Information option's flags (Scapy's res1, 5 bits wide)
 PIO_P_FLAG = 0x10
 
 
 def pd_preferred(option: Packet) -> Packet:
     """``option`` (a Prefix Information option) with the P flag set: 'DHCPv6
-    Prefix Delegation preferred' (RFC 9762 §4)."""
+    Prefix Delegation preferred' (RFC 9762)."""
     option.res1 = option.res1 | PIO_P_FLAG
     return option

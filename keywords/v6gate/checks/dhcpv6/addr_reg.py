@@ -50,7 +50,7 @@ def _judge_inform(m: D.Message, address: str, valid: int, preferred: int) -> lis
 @check(
     area="dhcpv6", scope="host",
     title="Self-generated addresses are registered with ADDR-REG-INFORM",
-    rfc="RFC 9686 §4.2, §4.5, §4.6",
+    rfc="RFC 9686 §4.2, §4.4, §4.5",
     capabilities=["ADDR-REG"],
     needs=["exclusive_router", "reset"],
     fault="impostor_registers_from_link_local",
@@ -64,7 +64,7 @@ def _judge_inform(m: D.Message, address: str, valid: int, preferred: int) -> lis
         Part("retransmit", "ADDR-REG-INFORM retransmitted while unacknowledged", reply=False,
              fault="impostor_registers_without_retransmission",
              expect="with no ADDR-REG-REPLY, the DUT sends the ADDR-REG-INFORM again with the same transaction ID "
-                    "IRT (1 s) x (1 +- 0.1) later (RFC 9686 §4.6, RFC 8415 §15)"),
+                    "IRT (1 s) x (1 +- 0.1) later (RFC 9686 §4.5, RFC 8415 §15)"),
     ],
 )
 def self_generated_address_is_registered(t):
@@ -75,8 +75,8 @@ def self_generated_address_is_registered(t):
     Identifier or an Option Request option, and MUST contain exactly one IA
     Address option whose lifetimes match the address's (RFC 9686 §4.2).
     The client first asks for the Address Registration option in the ORO of
-    an Information-request (§4.5) and retransmits unacknowledged messages
-    with the same transaction ID, IRT 1 s (§4.6)."""
+    an Information-request (§4.4) and retransmits unacknowledged messages
+    with the same transaction ID, IRT 1 s (§4.5)."""
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     valid = preferred = 600
     server = D.TesterServer(t.port, t.node("DHCP6S"), t.dut.mac, D.Lease([]))
@@ -106,7 +106,7 @@ def self_generated_address_is_registered(t):
         asked = [m for m in irs if m.oro and D.OPT_ADDR_REG_ENABLE in m.oro]
         if not asked:
             return t.failed(f"the DUT's Information-request asks for options {irs[0].oro}, not the Address "
-                            f"Registration option ({D.OPT_ADDR_REG_ENABLE}) (RFC 9686 §4.5)")
+                            f"Registration option ({D.OPT_ADDR_REG_ENABLE}) (RFC 9686 §4.4)")
         window = dad_window(t) + 2 * t.reply_timeout
         informs = server.wait(D.ADDR_REG_INFORM, window, since=since,
                               where=lambda m: any(ipaddress.IPv6Address(a.address) in prefix
@@ -128,7 +128,7 @@ def self_generated_address_is_registered(t):
             again = [m for m in server.messages(D.ADDR_REG_INFORM, first.time + 0.001) if m.xid == first.xid]
             if again:
                 return t.failed(f"{seen}; acknowledged with an ADDR-REG-REPLY, yet sent again "
-                                f"{again[0].time - first.time:.2f} s later (RFC 9686 §4.6: stop on the reply)")
+                                f"{again[0].time - first.time:.2f} s later (RFC 9686 §4.5: stop on the reply)")
             return t.passed(f"{seen}; acknowledged, not repeated")
         more = server.wait(D.ADDR_REG_INFORM, FIRST_RT[1] + RT_SLACK_S + 0.5, since=first.time + 0.001,
                            where=lambda m: m.xid == first.xid)

@@ -30,11 +30,11 @@ from .._observe import dad_probe_in
            "limit 255, within the reply timeout",
 )
 def new_address_is_announced(t):
-    """'A node ... SHOULD send unsolicited Neighbor Advertisements for the
-    new address [when it is assigned], so that first-hop routers create a
-    Neighbor Cache entry for it' (RFC 9131 §4.1, updating RFC 4861 §7.2.6,
-    which gives the message's form: S=0, Target Link-Layer Address option,
-    to a multicast address)."""
+    """RFC 9131 updates RFC 4861 and recommends that nodes send unsolicited
+    Neighbor Advertisements upon assigning a new IPv6 address (§4.1), so
+    that first-hop routers create a Neighbor Cache entry for it; RFC 4861
+    §7.2.6 gives the message's form (S=0, a Target Link-Layer Address
+    option, a multicast destination)."""
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(prefix, valid=600, preferred=600)]),
                    label=f"RA with prefix {prefix} (A=1, router lifetime 0)")

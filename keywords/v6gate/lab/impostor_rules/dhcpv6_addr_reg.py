@@ -6,11 +6,11 @@ and addresses, once implementing RFC 9686 correctly and once with one
 mistake (``mistake``: ``link_local_source``, ``no_retransmission``).
 
 It sends an Information-request asking for the Address Registration
-option when a Router Advertisement has M or O set (RFC 9686 §4.5), and
+option when a Router Advertisement has M or O set (RFC 9686 §4.4), and
 when a Reply carries the option, an ADDR-REG-INFORM for each global address
 the DUT's kernel has on the interface (read from its namespace once DAD is
 over), retransmitted IRT 1 s apart up to MRC 3 times until an ADDR-REG-REPLY
-names its transaction (§4.6)."""
+names its transaction (§4.5)."""
 
 from __future__ import annotations
 

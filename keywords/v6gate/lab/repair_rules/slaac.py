@@ -22,9 +22,9 @@ def _p_flag_options(packet: bytes, clear: int) -> bytes | None:
 
 @repair("pio_p_flag_clears_a")
 def pio_p_flag_clears_a(packet: bytes, dut: dict, **_):
-    """A stack implementing RFC 9762 §5.1: 'a host that supports the P flag
-    ... SHOULD ignore the A flag' of a Prefix Information option with P set,
-    i.e. it forms no SLAAC address from it (the kernel gets A=0)."""
+    """A stack implementing RFC 9762, which ignores the A flag of a Prefix
+    Information option with P set, i.e. forms no SLAAC address from it (the
+    kernel gets A=0)."""
     return _p_flag_options(packet, A_FLAG)
 
 
