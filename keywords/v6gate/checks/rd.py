@@ -908,6 +908,11 @@ def default_router_switch(t):
 # -- RFC 4191: a type C host uses Route Information options -----------------------
 
 
+#: a Route Lifetime short enough to watch run out, and how late after it the route may still be used
+RIO_SHORT_LIFETIME = 3
+RIO_EXPIRY_MARGIN_S = 1.0
+
+
 def _route_prefix(avoid: list[ipaddress.IPv6Network]) -> ipaddress.IPv6Network:
     """A fresh /48 (more specific than ::/0, shorter than the /64s in use)."""
     while True:
@@ -942,12 +947,14 @@ def _via(t, node, conf, tr1, routers):
     expect="the DUT sends traffic for a destination covered by a Route Information option to the router that "
            "advertised it: a more-specific route via TR2 wins over the default route via TR1, a high-preference "
            "route beats a medium one for the same prefix (and a route lowered to low preference loses to medium), "
-           "and a Route Information option with Route Lifetime 0 removes the route",
+           "and a route goes when its Route Lifetime runs out or a Route Information option gives it lifetime 0",
     parts=[
         Part("more-specific", "A more-specific route via TR2 wins over the default route via TR1", case="specific"),
         Part("preference", "High beats medium, medium beats low, for the same prefix", case="preference",
              fault="dut_misreads_route_preference"),
         Part("lifetime-zero", "A Route Lifetime of zero removes the route", case="withdraw",
+             fault="dut_keeps_withdrawn_routes"),
+        Part("lifetime-expiry", "A route is no longer used once its Route Lifetime has run out", case="expire",
              fault="dut_keeps_withdrawn_routes"),
     ],
 )
@@ -994,16 +1001,23 @@ def route_information_selects_next_hop(t):
             problems.append("with TR2's route at low preference the answer did not go to TR1 (medium)")
         return t.failed(f"{'; '.join(problems)}: {seen}") if problems else t.passed(seen)
 
-    _rio_ra(t, tr2, route)
+    lifetime = RIO_SHORT_LIFETIME if t.p.case == "expire" else 600
+    sent = _rio_ra(t, tr2, route, lifetime=lifetime)
     before = _via(t, tn2, conf, tr1, routers)
     if before.router is not tr2:
         return t.failed(f"the route via TR2 was not used before the withdrawal (a type C host uses it, see part "
                         f"more-specific): the answer went {before.describe()}")
-    _rio_ra(t, tr2, route, lifetime=0, step=" (withdrawal)")
+    if t.p.case == "expire":
+        t.wait(max(0.0, sent + lifetime + RIO_EXPIRY_MARGIN_S - t.port.now()))
+        step = f"{lifetime} s Route Lifetime over (+{t.port.now() - sent:.1f} s)"
+    else:
+        _rio_ra(t, tr2, route, lifetime=0, step=" (withdrawal)")
+        step = "Route Lifetime 0"
     after = _via(t, tn2, conf, tr1, routers)
-    seen = f"before: {before.describe()}; after Route Lifetime 0: {after.describe()}"
+    seen = f"before: {before.describe()}; after {step}: {after.describe()}"
     if after.router is not tr1:
-        return t.failed(f"the withdrawn route via TR2 is still used (expected TR1, the default router): {seen}")
+        return t.failed(f"the {'expired' if t.p.case == 'expire' else 'withdrawn'} route via TR2 is still used "
+                        f"(expected TR1, the default router): {seen}")
     return t.passed(seen)
 
 
