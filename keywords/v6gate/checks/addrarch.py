@@ -256,3 +256,110 @@ def source_address_selection(t):
         return t.failed(seen)
     return t.verdict(src in a2, f"{seen} ({why})")
 
+
+
+# -- RFC 8981: no temporary address where SLAAC is not allowed ---------------------------------------
+
+
+@check(area="addrarch", title="No temporary address for a prefix with A=0",
+       rfc="RFC 8981 §3.4; RFC 4862 §5.5.3(a)", needs=["exclusive_router"],
+       fault="dut_ignores_autonomous_flag", **_TEMP,
+       expect="from an RA with two prefixes, one A=1 and one A=0 (both L=1), the DUT forms its public and "
+              "temporary addresses in the A=1 prefix and no address at all, temporary or public, in the A=0 one")
+def no_temporary_address_without_autonomous_flag(t):
+    """RFC 8981 §3.4 generates temporary addresses for prefixes used in
+    stateless address autoconfiguration — an option whose autonomous flag
+    is clear is not (RFC 4862 §5.5.3(a): 'If the Autonomous
+    flag is not set, silently ignore the Prefix Information option').  The
+    A=1 prefix in the same RA shows the DUT processed it."""
+    slaac, managed = fresh_prefix(avoid=t.target.link_prefix), fresh_prefix(avoid=t.target.link_prefix)
+    since = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[
+        prefix_option(managed, valid=600, preferred=600, autonomous=0),
+        prefix_option(slaac, valid=600, preferred=600)]), label=f"RA: {managed} with A=0, {slaac} with A=1")
+    t.wait(dad_window(t))
+    probes = t.collect(lambda p: is_dad_ns_for(p), 0, since=since)
+    formed = {net: sorted({f.pkt[ICMPv6ND_NS].tgt for f in probes if is_dad_ns_for(f.pkt, net)})
+              for net in (slaac, managed)}
+    public, temporary = _split_temporary(t, formed[slaac])
+    if not temporary:
+        return t.failed(f"no temporary address in the A=1 prefix {slaac} either (probed {formed[slaac]}): the "
+                        "DUT formed none at all, so the A=0 rule cannot be judged")
+    seen = f"A=1 {slaac}: public {public}, temporary {temporary}; A=0 {managed}: {formed[managed] or 'nothing'}"
+    if formed[managed]:
+        _, temp_managed = _split_temporary(t, formed[managed])
+        return t.failed(f"the DUT formed {formed[managed]} in the A=0 prefix {managed}"
+                        f"{' (temporary: ' + ', '.join(temp_managed) + ')' if temp_managed else ''}: {seen}")
+    return t.passed(seen)
+
+
+# -- RFC 8981 §3.4: a new temporary address before the current one deprecates ------------------------
+
+#: RFC 8981 §3.8: TEMP_IDGEN_RETRIES, and MAX_DESYNC_FACTOR's default share of TEMP_PREFERRED_LIFETIME
+TEMP_IDGEN_RETRIES = 3
+MAX_DESYNC_SHARE = 0.4
+#: the DUT's timer granularity and a loaded bench: how much earlier than REGEN_ADVANCE a new address may come
+REGEN_SLACK_S = 1.0
+
+
+def _temp_timing(t) -> tuple[float, float]:
+    """(TEMP_PREFERRED_LIFETIME, MAX_DESYNC_FACTOR) the target states
+    (extensions.addrarch); the RFC default (1 day) is too long to watch."""
+    ext = (t.target.extensions or {}).get("addrarch") or {}
+    pref = ext.get("temp_preferred_lifetime_s")
+    if pref is None:
+        from ..core.context import NotApplicable
+
+        raise NotApplicable("the target states no short TEMP_PREFERRED_LIFETIME (extensions.addrarch."
+                            "temp_preferred_lifetime_s); with the RFC 8981 default of 1 day regeneration cannot be watched")
+    desync = ext.get("max_desync_factor_s", MAX_DESYNC_SHARE * pref)
+    for name, value in (("temp_preferred_lifetime_s", pref), ("max_desync_factor_s", desync)):
+        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 120:
+            from ..errors import UsageError
+
+            raise UsageError(f"{t.target.source}: extensions.addrarch.{name} must be a number of seconds in "
+                             f"[0, 120], not {value!r}")
+    return float(pref), float(desync)
+
+
+@check(area="addrarch", scope="host", title="Temporary address is regenerated REGEN_ADVANCE before it deprecates",
+       rfc="RFC 8981 §3.4, §3.8", needs=["exclusive_router"], fault="dut_regenerates_temporary_addresses_late",
+       capabilities=["Addr_Arch", "Temp-Addr"], dut_config="temp-regen", liveness=None,
+       expect="with TEMP_PREFERRED_LIFETIME shortened (the target states it), the DUT probes a new temporary address "
+              "in the prefix between TEMP_PREFERRED_LIFETIME - MAX_DESYNC_FACTOR - REGEN_ADVANCE (less 1 s of timer "
+              "slack) and TEMP_PREFERRED_LIFETIME after it probed the first one, i.e. before the first deprecates")
+def temporary_address_is_regenerated_in_advance(t):
+    """A node generates a new temporary address REGEN_ADVANCE before the
+    current one becomes deprecated, so that a preferred temporary address is
+    always available (RFC 8981 §3.4, §3.5);
+    REGEN_ADVANCE = 2 + (TEMP_IDGEN_RETRIES * DupAddrDetectTransmits *
+    RetransTimer / 1000) seconds, and a temporary address's preferred
+    lifetime is TEMP_PREFERRED_LIFETIME - DESYNC_FACTOR at most (§3.8)."""
+    temp_pref, max_desync = _temp_timing(t)
+    regen_advance = 2 + TEMP_IDGEN_RETRIES * 1 * t.retrans_timer  # DupAddrDetectTransmits 1 (the RFC default)
+    prefix = fresh_prefix(avoid=t.target.link_prefix)
+    found, since = _addresses_in(t, prefix)
+    _public, temporary = _split_temporary(t, found)
+    if not temporary:
+        return t.failed(f"no temporary address in {prefix} to begin with (probed {found}): regeneration cannot be "
+                        "judged")
+    probes = t.collect(lambda p: is_dad_ns_for(p, prefix), 0, since=since)
+    first = next(f for f in probes if f.pkt[ICMPv6ND_NS].tgt in temporary)
+    earliest = first.time + temp_pref - max_desync - regen_advance - REGEN_SLACK_S
+    latest = first.time + temp_pref
+    t.note(f"first temporary {first.pkt[ICMPv6ND_NS].tgt}; a new one expected in [+{earliest - first.time:.2f}, "
+           f"+{temp_pref:g}] s (TEMP_PREFERRED_LIFETIME {temp_pref:g}, MAX_DESYNC_FACTOR {max_desync:g}, "
+           f"REGEN_ADVANCE {regen_advance:.2f})")
+    known = set(found)
+    new = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix) and p[ICMPv6ND_NS].tgt not in known),
+                        max(0.0, latest - t.port.now()), since=first.time + 0.001)
+    if new is None:
+        return t.failed(f"no new temporary address in {prefix} within TEMP_PREFERRED_LIFETIME ({temp_pref:g} s) of "
+                        f"the first ({first.pkt[ICMPv6ND_NS].tgt}): it deprecates with no successor")
+    after = new.time - first.time
+    t.measure("regenerated_after_s", round(after, 3))
+    seen = (f"new temporary {new.pkt[ICMPv6ND_NS].tgt} probed {after:.2f} s after the first "
+            f"({first.pkt[ICMPv6ND_NS].tgt}), {temp_pref - after:.2f} s before it deprecates")
+    if new.time < earliest:
+        return t.failed(f"{seen}: sooner than TEMP_PREFERRED_LIFETIME - MAX_DESYNC_FACTOR - REGEN_ADVANCE "
+                        f"({earliest - first.time + REGEN_SLACK_S:.2f} s, less {REGEN_SLACK_S:g} s slack)")
+    return t.passed(seen)

@@ -900,3 +900,47 @@ def the_dut_never_sends_atomic_fragments(t):
     if t.p.mtu < X.IPV6_MIN_MTU and any(F.is_fragment(f.pkt) for f in replies):
         return t.failed(f"{seen}; it fragmented after a PTB below 1280, which it must discard (RFC 8201 §4)")
     return t.passed(seen + "; none carries a Fragment header with offset 0 and M=0")
+
+
+# -- RFC 9673: Hop-by-Hop Options processing at the destination host ------------------------------
+
+
+def _hbh_options(layout: str) -> list:
+    if layout == "several":  # three options the host does not know (action 00), then PadN: 2 + 3 x 6 + 4 = 24 octets
+        return [X.unknown_option(0b00), X.unknown_option(0b00), X.unknown_option(0b00), X.padn(4)]
+    if layout == "padded":  # padding between and after options, no run longer than 7 octets: 24 octets
+        return [X.unknown_option(0b00), X.padn(6), X.unknown_option(0b00), X.padn(4)]
+    return [X.router_alert(), X.padn(2)]  # a known option the host has nothing to do with: 8 octets
+
+
+@check(
+    area="ipv6", scope="host",
+    title="Hop-by-Hop Options: a host delivers packets with several, padded or known options",
+    rfc="RFC 8200 §4.2, §4.3 as updated by RFC 9673",
+    fault="dut_drops_hop_by_hop_options",
+    liveness="echo",
+    expect="an Echo Request whose Hop-by-Hop Options header carries the options of the part is delivered and "
+           "answered: options the host does not recognise with action 00 are skipped, padding is skipped, and a "
+           "Router Alert it has no use for changes nothing",
+    parts=[
+        Part("several-options", "Three unrecognised options (action 00) in one header", layout="several",
+             fault="dut_processes_one_hop_by_hop_option"),
+        Part("padded-header", "Options separated and followed by PadN in a 24-octet header", layout="padded",
+             fault="dut_limits_hop_by_hop_header_to_8_octets"),
+        Part("router-alert", "A Router Alert option (value 2) the host has no use for", layout="router_alert"),
+    ],
+)
+def hop_by_hop_header_is_processed_by_the_host(t):
+    """A destination host processes the Hop-by-Hop Options header (RFC 8200
+    §4.3; RFC 9673 keeps that for hosts while letting routers skip it): the
+    options are processed in order, an unrecognised option whose action
+    bits are 00 is skipped and processing continues with the next one, and
+    Pad1/PadN are skipped (RFC 8200 §4.2).  Three options, or a header
+    padded out to 24 octets, are far below any processing limit a host may
+    apply, so the packet is delivered and the Echo Request answered."""
+    tn1, req = t.tn1, echo_request()
+    header = X.hop_by_hop(*_hbh_options(t.p.layout))
+    probe = t.to_dut(tn1, t.dut.link_local) / header / req
+    t.note(f"Hop-by-Hop Options header of {len(bytes(probe[IPv6].payload)) - len(bytes(req))} octets: "
+           f"{probe[IPv6].payload.options!r}"[:300])
+    return expect_echo_reply(t, probe, req, to=tn1.link_local)

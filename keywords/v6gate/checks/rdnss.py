@@ -206,3 +206,63 @@ def search_list_is_used(t):
                         f"{others or 'none'})")
     return t.verdict(answer in output, f"looking up '{short}' asked {asked[0].dst} for {asked[0].name}; the lookup "
                                        f"returned {output or 'nothing'!r}")
+
+
+# -- RFC 9463: Discovery of Network-designated Resolvers (DNR) in Router Advertisements ------------
+
+
+@check(area="rdnss", scope="host", title="An encrypted resolver announced by DNR is contacted over its encrypted protocol",
+       rfc="RFC 9463 §6; RFC 9460 (SvcParams)", capabilities=["DNR"], needs=["exclusive_router"], liveness=None,
+       fault="impostor_takes_dnr_for_rdnss",
+       expect="after an RA with a prefix and an Encrypted DNS option (ADN, the resolver's address, alpn dot, port "
+              "8853), and a name lookup, the DUT opens a TCP connection to the resolver's address on port 8853 and "
+              "sends it no plain DNS (UDP or TCP port 53)")
+def encrypted_resolver_is_used(t):
+    """A DNR client learns an encrypted resolver from the Encrypted DNS RA
+    option: its Authentication Domain Name, addresses and SvcParams (RFC 9463
+    §6), and reaches it with the protocol and port those SvcParams name
+    (SvcParams of RFC 9460; DoT of RFC 7858).  A port other
+    than the default (8853) shows the client read the SvcParams; plain DNS
+    to the resolver's address means it took the option for an RDNSS."""
+    from scapy.layers.inet import TCP, UDP
+    from scapy.layers.inet6 import IPv6
+
+    from ..core.control import NotSupported
+    from ..net.dns import DNS_PORT, encrypted_dns_option
+
+    prefix = fresh_prefix(avoid=t.target.link_prefix)
+    node = t.node("DNR", prefix=prefix)
+    port = 8853
+    adn = f"{_nonce_name()}.resolver.v6gate.test"
+    since = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[prefix_option(prefix)],
+                                        options=[encrypted_dns_option(adn, [node.global_addr], port=port)]),
+                   label=f"RA: prefix {prefix}, Encrypted DNS option {adn} at [{node.global_addr}]:{port} (alpn dot)")
+    try:
+        proc = t.control.resolve(f"{_nonce_name()}.example", timeout_s=3.0)
+    except NotSupported:
+        proc = None
+    window = 3.0 + 2 * t.reply_timeout
+
+    def to_resolver(p) -> bool:
+        return IPv6 in p and P.same_address(p[IPv6].dst, node.global_addr) and (TCP in p or UDP in p)
+
+    try:
+        t.port.expect(t.from_dut(lambda p: to_resolver(p) and TCP in p and p[TCP].dport == port), window, since=since)
+        t.wait(0.3)
+    finally:
+        if isinstance(proc, subprocess.Popen):
+            proc.kill()
+            proc.wait(5)
+    frames = t.collect(to_resolver, 0, since=since)
+    encrypted = [f for f in frames if TCP in f.pkt and f.pkt[TCP].dport == port]
+    plain = [f for f in frames if (UDP in f.pkt and f.pkt[UDP].dport == DNS_PORT)
+             or (TCP in f.pkt and f.pkt[TCP].dport == DNS_PORT)]
+    problems = []
+    if not encrypted:
+        problems.append(f"no TCP connection to [{node.global_addr}]:{port} within {window:g} s of the RA")
+    if plain:
+        problems.append(f"plain DNS to the encrypted resolver: {plain[0].summary()}")
+    seen = (f"{len(encrypted)} TCP segment(s) to port {port}"
+            + (f", first {encrypted[0].time - since:.2f} s after the RA from {encrypted[0].pkt[IPv6].src}" if encrypted else "")
+            + f"; {len(plain)} plain DNS message(s) to it")
+    return t.failed(f"{'; '.join(problems)} ({seen})") if problems else t.passed(seen)

@@ -15,6 +15,7 @@ from ..net.nd import (
     fresh_prefix,
     is_dad_ns_for,
     neighbor_solicitation,
+    pd_preferred,
     prefix_option,
     router_advertisement,
 )
@@ -696,3 +697,42 @@ def duplicate_hardware_link_local_disables_ip(t):
                         f"({', '.join(_probes_in(t, prefix, after)) or 'no address formed'})")
     return t.passed(f"{tentative} was a duplicate; after an RA with {prefix} the DUT sent no IPv6 packet for "
                     f"{t.reply_timeout + 1.0:g} s (IP operation disabled)")
+
+
+@check(
+    area="slaac", scope="host",
+    title="A prefix with the P flag forms no SLAAC address",
+    rfc="RFC 9762 (updating RFC 4862 §5.5.3)",
+    needs=["exclusive_router"],
+    capabilities=["RFC9762"],
+    fault="dut_ignores_pio_p_flag",
+    liveness="echo",
+    expect="from an RA with two Prefix Information options, both A=1, the DUT forms an address (DAD probe) in the "
+           "one without the P flag and none in the one with P=1 ('DHCPv6-PD preferred'): the A flag is ignored "
+           "there",
+)
+def pio_with_p_flag_forms_no_address(t):
+    """RFC 9762 updates RFC 4862 so that the Autonomous flag of a Prefix
+    Information option is ignored when the option has the P flag set (the
+    network prefers that the host gets a prefix by DHCPv6 Prefix Delegation
+    instead).  The second option, without P, is the effect that shows the RA
+    was processed at all."""
+    plain = fresh_prefix(avoid=t.target.link_prefix)
+    flagged = fresh_prefix(avoid=plain)
+    since = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[
+        pd_preferred(prefix_option(flagged, valid=600, preferred=600)),
+        prefix_option(plain, valid=600, preferred=600)]),
+        label=f"RA: {flagged} with L=1 A=1 P=1, {plain} with L=1 A=1 P=0")
+    t.wait(t.reply_timeout + 1.0)  # DAD may wait MAX_RTR_SOLICITATION_DELAY (RFC 4862 §5.4.2)
+    probes = t.collect(lambda p: is_dad_ns_for(p), 0, since=since)
+    in_plain = [f.pkt[ICMPv6ND_NS].tgt for f in probes if ipaddress.IPv6Address(f.pkt[ICMPv6ND_NS].tgt) in plain]
+    in_flagged = [f.pkt[ICMPv6ND_NS].tgt for f in probes
+                  if ipaddress.IPv6Address(f.pkt[ICMPv6ND_NS].tgt) in flagged]
+    if not in_plain:
+        return t.failed(f"the DUT formed no address from {plain} (A=1, P=0) either (no DAD probe within "
+                        f"{t.reply_timeout + 1.0:g} s): it did not process the RA, so the P flag cannot be judged")
+    if in_flagged:
+        return t.failed(f"the DUT formed {', '.join(sorted(set(in_flagged)))} from {flagged}, whose option has P=1 "
+                        f"(it also formed {in_plain[0]} from {plain})")
+    return t.passed(f"an address from {plain} ({in_plain[0]}); none from {flagged} (P=1) in "
+                    f"{t.reply_timeout + 1.0:g} s")

@@ -780,3 +780,89 @@ def clat_uses_the_discovered_nat64_prefix(t):
         return t.failed("; ".join(problems))
     return t.passed(f"NAT64 prefix {nat64} from {source}: the connection to {literal}:{port} left as a SYN from "
                     f"{first.src} to {expected} (+{first.time - since:.3f} s) and succeeded")
+
+
+# PREF64 lifetime (RFC 8781 §4, §5): the host stops using a NAT64 prefix whose lifetime is over
+# =====================================================================================================
+#: how long after its lifetime ends a CLAT may still use a PREF64 (its own timer granularity and a loaded bench)
+PREF64_EXPIRY_MARGIN_S = 1.5
+
+
+def _clat_syn(t, literal: str, expected: str, port: int) -> tuple[object | None, str]:
+    """Ask the DUT to connect to ``literal``; the first SYN it sent to
+    ``expected`` (the literal in the advertised NAT64 prefix), if any."""
+    since = t.port.now()
+    ok, detail = dut_connects(t, literal, port)
+    syns = t.collect(lambda p: IPv6 in p and TCP in p and str(p[TCP].flags) == "S" and p[TCP].dport == port
+                     and P.same_address(p[IPv6].dst, expected), 0, since=since)
+    return (syns[0] if syns else None), ("connected" if ok else f"connection failed: {detail}")
+
+
+@check(
+    area="v6only",
+    title="PREF64 lifetime: a NAT64 prefix is used for its scaled lifetime and no longer",
+    rfc="RFC 8781 §4, §5",
+    capabilities=["Core", "CLAT"],
+    needs=["exclusive_router", "originate"],
+    dut_config="clat-host",
+    fault="clat_keeps_expired_nat64_prefix",
+    expect="the DUT's CLAT uses the NAT64 prefix of a PREF64 option while its lifetime runs and stops using it "
+           "when the lifetime is over",
+    parts=[
+        Part("lifetime-zero", "A PREF64 with lifetime 0 withdraws the prefix", lifetime=0,
+             expect="after a PREF64 with lifetime 0 for the prefix in use, an IPv4-literal connection sends no SYN "
+                    "to the literal in that prefix"),
+        Part("scaled-lifetime", "The scaled lifetime counts in units of 8 seconds", lifetime=8,
+             fault="clat_reads_pref64_lifetime_as_seconds",
+             expect="after a PREF64 with Scaled Lifetime 1 (8 s) for the prefix in use, the prefix is still used "
+                    "4 s later and no longer 8 s (+1.5 s margin) later"),
+    ],
+)
+def pref64_lifetime_is_honoured(t):
+    """'Scaled Lifetime: 13-bit unsigned integer. The maximum time in units of
+    8 seconds over which this NAT64 prefix MAY be used' (RFC 8781 §4); a
+    lifetime of zero says the prefix must no longer be used, and a host
+    uses the prefix only while the lifetime runs (§5)."""
+    literal = (settings(t.target).get("nat64") or {}).get("ipv4_only_address", DEFAULT_IPV4_LITERAL)
+    nat64 = ipaddress.IPv6Network(f"{fresh_prefix(avoid=t.target.link_prefix).network_address}/96")
+    expected, port, tr1 = V.nat64_address(nat64, literal), 80, t.tr1
+    tr1.extra_addrs.append(expected)
+    peer = V.TcpPeer(tr1, ports=(port,))
+
+    def ra(lifetime: int) -> float:
+        return t.send(router_advertisement(tr1, router_lifetime=1800, prefixes=[prefix_option(t.target.link_prefix)],
+                                           options=[V.pref64_option(nat64, lifetime)]),
+                      label=f"RA from TR1: PREF64 {nat64}, lifetime {lifetime} s (scaled {(lifetime + 7) // 8})")
+
+    with responding(t, peer.responder):
+        # first the prefix with a long lifetime, until the CLAT has set up its translation with it
+        start, syn, detail = t.port.now(), None, ""
+        deadline = start + float(t.timing["ready_timeout_s"])
+        while syn is None and t.port.now() < deadline:
+            ra(1800)
+            syn, detail = _clat_syn(t, literal, expected, port)
+        if syn is None:
+            return t.failed(f"the DUT never used the NAT64 prefix {nat64} (PREF64 lifetime 1800 s): no SYN to "
+                            f"{expected} within {deadline - start:.1f} s ({detail}); the lifetime cannot be judged")
+        used = f"SYN to {expected} {syn.time - start:.2f} s after the first RA"
+        sent = ra(t.p.lifetime)
+        if t.p.lifetime == 0:
+            t.wait(0.5)
+            after, detail = _clat_syn(t, literal, expected, port)
+            if after is not None:
+                return t.failed(f"the prefix is still used {after.time - sent:.2f} s after a PREF64 with lifetime"
+                                f" 0 ({used} before it)")
+            return t.passed(f"{used}; none after the PREF64 with lifetime 0 ({detail})")
+        t.wait(max(0.0, sent + t.p.lifetime / 2 - t.port.now()))
+        mid, _ = _clat_syn(t, literal, expected, port)
+        if mid is None:
+            return t.failed(f"{used}; but no SYN to {expected} {t.p.lifetime / 2:g} s after the RA that set its "
+                            f"lifetime to {t.p.lifetime} s (Scaled Lifetime {(t.p.lifetime + 7) // 8} read as "
+                            "seconds?)")
+        t.wait(max(0.0, sent + t.p.lifetime + PREF64_EXPIRY_MARGIN_S - t.port.now()))
+        late, detail = _clat_syn(t, literal, expected, port)
+        if late is not None:
+            return t.failed(f"the prefix is still used {late.time - sent:.2f} s after an RA that gave it "
+                            f"{t.p.lifetime} s ({used}; again at +{mid.time - sent:.2f} s)")
+        return t.passed(f"{used}; after the RA giving it {t.p.lifetime} s: used at +{mid.time - sent:.2f} s, not at "
+                        f"+{t.p.lifetime + PREF64_EXPIRY_MARGIN_S:g} s ({detail})")

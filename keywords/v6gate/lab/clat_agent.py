@@ -188,6 +188,22 @@ def read_override(path: str) -> ipaddress.IPv6Network | None:
     return None
 
 
+def read_setting(path: str, key: str) -> str | None:
+    """Another ``key=value`` of the override file: lab faults of a CLAT that
+    mishandles the PREF64 lifetime write ``pref64_lifetime=ignore`` (keep a
+    prefix whatever its lifetime says) or ``pref64_units=seconds`` (read the
+    scaled lifetime as seconds, not units of 8 s)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                k, _, value = line.strip().partition("=")
+                if k.strip() == key:
+                    return value.strip()
+    except OSError:
+        return None
+    return None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="the lab DUT's CLAT (RFC 6877) with NAT64 prefix discovery")
     ap.add_argument("--iface", required=True)
@@ -211,6 +227,10 @@ def main(argv=None) -> int:
                     found = pref64_of(data)
                     if found:
                         advertised, lifetime = found
+                        if read_setting(args.override, "pref64_units") == "seconds":
+                            lifetime //= 8  # fault: the scaled lifetime read as seconds
+                        if read_setting(args.override, "pref64_lifetime") == "ignore":
+                            lifetime = 10**9  # fault: the prefix kept whatever the lifetime says
                         pref64 = (advertised, now + lifetime) if lifetime else None
                         log(f"PREF64 {advertised} lifetime {lifetime} s")
             if pref64 and pref64[1] <= now:
@@ -225,6 +245,10 @@ def main(argv=None) -> int:
                 net, next_net = global_prefix(args.iface), now + 0.25
             if prefix and net:
                 clat.apply(prefix, net)
+            elif prefix is None and clat.config:
+                # RFC 8781 §5: a PREF64 whose lifetime ran out (or was 0) is no longer used
+                log("no NAT64 prefix any more (PREF64 expired or withdrawn); not translating")
+                clat.stop()
     finally:
         clat.stop()
 

@@ -718,3 +718,24 @@ class DnsResponder(_Responder):
             if got or time.monotonic() >= deadline:
                 return got
             time.sleep(0.02)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# RFC 9686: registering self-generated addresses (ADDR-REG-INFORM / ADDR-REG-REPLY)
+# ---------------------------------------------------------------------------------------------------------
+ADDR_REG_INFORM, ADDR_REG_REPLY = 36, 37  # RFC 9686 §4.2, §4.3 (IANA DHCPv6 message types)
+OPT_ADDR_REG_ENABLE = 148  # RFC 9686 §4.1: zero-length, the server takes registrations
+#: RFC 9686 §4.5: retransmission of ADDR-REG-INFORM (RFC 8415 §15 logic with these)
+ADDR_REG_IRT, ADDR_REG_MRC = 1.0, 3
+MESSAGE_NAMES.update({ADDR_REG_INFORM: "ADDR-REG-INFORM", ADDR_REG_REPLY: "ADDR-REG-REPLY"})
+OPTION_NAMES.update({OPT_ADDR_REG_ENABLE: "Address Registration"})
+
+
+def ia_addresses(m: Message) -> list[IAAddress]:
+    """The IA Address options at the top level of ``m`` (as ADDR-REG-INFORM carries them)."""
+    out = []
+    for o in m.all(OPT_IAADDR):
+        if len(o.data) >= 24:
+            pref, valid = struct.unpack("!II", o.data[16:24])
+            out.append(IAAddress(str(ipaddress.IPv6Address(o.data[:16])), pref, valid))
+    return out

@@ -68,3 +68,74 @@ class Resolver:
     def asked(self, since: float = 0.0, name: str | None = None) -> list[Query]:
         want = name.rstrip(".").lower() if name else None
         return [q for q in self.queries if q.time >= since and (want is None or q.name.rstrip(".").lower() == want)]
+
+
+#: RFC 9463 §6: the Encrypted DNS option of Router Advertisements
+ND_OPT_ENCRYPTED_DNS = 144
+SVC_KEY_ALPN, SVC_KEY_PORT = 1, 3  # RFC 9460 §14.3.2
+DOT_PORT = 853  # RFC 7858 §3.1
+
+
+def _dns_wire(name: str) -> bytes:
+    return b"".join(bytes([len(label)]) + label.encode() for label in name.rstrip(".").split(".")) + b"\0"
+
+
+def encrypted_dns_option(adn: str, addresses: list[str], *, alpn: tuple[str, ...] = ("dot",), priority: int = 1,
+                         lifetime: int = 600, port: int | None = None):
+    """An Encrypted DNS option (RFC 9463 §6): Service Priority, Lifetime,
+    the Authentication Domain Name, the resolver's addresses and its
+    SvcParams (alpn, and port when not the protocol's default), zero-padded
+    to a multiple of 8 octets."""
+    import ipaddress
+    import struct
+
+    from scapy.packet import Raw
+
+    adn_wire = _dns_wire(adn)
+    addrs = b"".join(ipaddress.IPv6Address(a).packed for a in addresses)
+    alpn_value = b"".join(bytes([len(p)]) + p.encode() for p in alpn)
+    params = struct.pack("!HH", SVC_KEY_ALPN, len(alpn_value)) + alpn_value
+    if port is not None:
+        params += struct.pack("!HHH", SVC_KEY_PORT, 2, port)
+    body = (struct.pack("!HI", priority, lifetime) + struct.pack("!H", len(adn_wire)) + adn_wire
+            + struct.pack("!H", len(addrs)) + addrs + struct.pack("!H", len(params)) + params)
+    total = 2 + len(body)
+    total += (-total) % 8
+    return Raw(bytes([ND_OPT_ENCRYPTED_DNS, total // 8]) + body + b"\0" * (total - 2 - len(body)))
+
+
+def parse_encrypted_dns(option: bytes) -> dict | None:
+    """(priority, lifetime, adn, addresses, alpn, port) of an Encrypted DNS option, or None if malformed."""
+    import ipaddress
+    import struct
+
+    try:
+        if option[0] != ND_OPT_ENCRYPTED_DNS:
+            return None
+        priority, lifetime, adn_len = struct.unpack("!HIH", option[2:10])
+        off = 10 + adn_len
+        labels, i = [], 10
+        while option[i]:
+            labels.append(option[i + 1:i + 1 + option[i]].decode())
+            i += 1 + option[i]
+        addr_len = struct.unpack("!H", option[off:off + 2])[0]
+        addrs = [str(ipaddress.IPv6Address(option[off + 2 + k:off + 18 + k])) for k in range(0, addr_len, 16)]
+        off += 2 + addr_len
+        plen = struct.unpack("!H", option[off:off + 2])[0]
+        params, alpn, port = option[off + 2:off + 2 + plen], [], None
+        j = 0
+        while j + 4 <= len(params):
+            key, vlen = struct.unpack("!HH", params[j:j + 4])
+            value = params[j + 4:j + 4 + vlen]
+            if key == SVC_KEY_ALPN:
+                k = 0
+                while k < len(value):
+                    alpn.append(value[k + 1:k + 1 + value[k]].decode())
+                    k += 1 + value[k]
+            elif key == SVC_KEY_PORT and vlen == 2:
+                port = struct.unpack("!H", value)[0]
+            j += 4 + vlen
+        return {"priority": priority, "lifetime": lifetime, "adn": ".".join(labels), "addresses": addrs,
+                "alpn": alpn, "port": port}
+    except (IndexError, ValueError, struct.error, UnicodeDecodeError):
+        return None

@@ -131,3 +131,11 @@ def offset_of_option(pkt: Packet, layer, option_type: int) -> int:
             return start + i
         i += 1 if data[i] == 0 else 2 + data[i + 1]
     raise ValueError(f"option {option_type:#x} not in the header")
+
+
+def router_alert(value: int = 2) -> Packet:
+    """A Router Alert option (RFC 2711; type 0x05, action 00): value 2 is
+    'Active Networks', which no host acts on."""
+    from scapy.layers.inet6 import RouterAlert
+
+    return RouterAlert(value=value)

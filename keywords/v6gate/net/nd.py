@@ -98,3 +98,14 @@ def is_dad_ns_for(pkt: Packet, net: ipaddress.IPv6Network | None = None, target:
     if target is not None and not P.same_address(tgt, target):
         return False
     return net is None or ipaddress.IPv6Address(tgt) in net
+
+
+#: RFC 9762: the P flag, the fourth bit of a Prefix Information option's flags (Scapy's res1, 5 bits wide)
+PIO_P_FLAG = 0x10
+
+
+def pd_preferred(option: Packet) -> Packet:
+    """``option`` (a Prefix Information option) with the P flag set: 'DHCPv6
+    Prefix Delegation preferred' (RFC 9762)."""
+    option.res1 = option.res1 | PIO_P_FLAG
+    return option

@@ -143,3 +143,17 @@ def icmp_bytes(pkt: Packet) -> bytes | None:
         else:
             return None
     return data
+
+
+#: RFC 4191 §2.1 Prf values (2-bit two's complement: 01 high, 00 medium, 11 low; 10 reserved)
+ROUTE_PREFERENCE = {"high": 1, "medium": 0, "low": 3}
+
+
+def route_information(prefix: str | ipaddress.IPv6Network, *, preference: str = "medium",
+                      lifetime: int = 600) -> Packet:
+    """A Route Information option (RFC 4191 §2.3) for ``prefix``."""
+    from scapy.layers.inet6 import ICMPv6NDOptRouteInfo
+
+    net = ipaddress.IPv6Network(prefix)
+    return ICMPv6NDOptRouteInfo(plen=net.prefixlen, prf=ROUTE_PREFERENCE[preference], rtlifetime=lifetime,
+                                prefix=str(net.network_address))

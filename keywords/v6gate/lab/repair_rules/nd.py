@@ -415,3 +415,18 @@ def ra_dns_options(packet: bytes, dut: dict, *, strip=(), lifetime=None, **_):
         return None
     ip[4:6] = struct.pack("!H", len(out))
     return _rebuilt(ip, out)
+
+
+def rewrite_ra_options(packet: bytes, option_type: int, change) -> bytes | None:
+    """The RA with every option of ``option_type`` passed to
+    ``change(icmp, offset, length)``, which edits it in place and returns
+    whether it changed anything; None when nothing changed."""
+    parts = _plain_ra(packet)
+    if parts is None:
+        return None
+    ip, icmp = parts
+    changed = False
+    for off, otype, olen in _ra_options(icmp):
+        if otype == option_type and change(icmp, off, olen):
+            changed = True
+    return _rebuilt(ip, icmp) if changed else None
