@@ -332,6 +332,8 @@ def cmd_controls(args) -> int:
         argv.append(f"--controls-check={c}")
     if args.profile == "full":
         argv.append("--controls-profile=full")
+    if getattr(args, "stale", False):
+        argv.append("--controls-stale")
     return _run_child(argv, os.environ.copy())
 
 
@@ -399,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     ctl.add_argument("--area", action="append")
     ctl.add_argument("--check", action="append")
     ctl.add_argument("--profile", choices=["default", "full"], default="default")
+    ctl.add_argument("--stale", action="store_true",
+                     help="only parts whose controls.json entry is missing, not proven, or stale (check/fault changed)")
     ctl.set_defaults(func=cmd_controls)
 
     st = sub.add_parser("selftest", help="the project's own tests (lint, unit, lab, controls)")

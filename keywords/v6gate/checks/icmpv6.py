@@ -213,7 +213,7 @@ def port_unreachable_is_reported(t):
     ipv6ready="v6LC.5.1.6",
     title="Erroneous Header Field (Parameter Problem Generation)",
     rfc="RFC 4443 §3.4; RFC 8200 §4.5",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="an ICMPv6 Parameter Problem code 0 with Pointer 4 from the DUT's global address to TN1's, quoting the "
            "fragment (its Payload Length, 37, is not a multiple of 8 although M=1), and no Echo Reply",
@@ -239,7 +239,7 @@ def erroneous_header_field_is_reported(t):
     ipv6ready="v6LC.5.1.7",
     title="Unrecognized Next Header (Parameter Problem Generation)",
     rfc="RFC 4443 §3.4; RFC 8200 §4",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="an ICMPv6 Parameter Problem code 1 with Pointer 6 from the DUT's global address to TN1's, quoting the "
            "packet whose Next Header (200) is unrecognized",

@@ -297,6 +297,7 @@ class Session:
                 if ctx:
                     ctx.cleanup()
                 if self._applied:
+                    evidence["fault_counters"] = self._applied.counters(self.lab.dut_ns if self.lab else None)
                     self._applied.remove()
                 self._applied = None
                 self._fault = None
@@ -326,4 +327,16 @@ class Session:
             profile=c.profile_of(part), capabilities=list(c.capabilities_of(part)), waived=waived,
             waiver=waiver.as_dict() if waiver else None, fault=fault, setup=setup, target=self.target.name,
             worker=self.worker, measurements=measurements, timeline=timeline,
+            cleanup_errors=list(ctx.cleanup_errors) if ctx else [], fail_side_proven_against=_simulated(c, part),
         )
+
+
+def _simulated(c: Check, part: Part) -> str | None:
+    """'simulated peer: ...' when the part's FAIL side is proven only against
+    the project's own simulated peer (controls), else None."""
+    name = c.fault_of(part)
+    try:
+        why = get_fault(name).simulated_peer if name else None
+    except V6GateError:
+        return None
+    return f"simulated peer: {why}" if why else None
