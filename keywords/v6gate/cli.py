@@ -54,9 +54,18 @@ def cmd_run(args) -> int:
     from .target import load_target
 
     target_arg = "lab"
-    if args.target:
-        load_target(args.target)  # validate before anything is built (one-line error, exit 2)
+    target = load_target(args.target) if args.target else None  # validate first (one-line error, exit 2)
+    if target is not None:
         target_arg = str(Path(args.target).resolve())
+        if not target.is_lab and args.workers > 1:
+            # one DUT, one tester: parallel workers would probe the same device at once and land their RAs,
+            # prefixes and neighbour games in each other's windows
+            print(f"v6gate run: {args.target} is one external DUT: probing it with 1 worker, not {args.workers}",
+                  flush=True)
+            args.workers = 1
+        for w in target.expired_waivers():
+            print(f"v6gate run: the waiver of {w.check}{'#' + w.part if w.part else ''} expired on {w.expires} "
+                  f"({w.source}): it no longer waives", flush=True)
     if args.baseline and not Path(args.baseline).is_file():
         raise UsageError(f"--baseline {args.baseline}: file not found; pass a previous run's results.json")
     if os.geteuid() != 0 and target_arg == "lab":

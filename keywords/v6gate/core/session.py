@@ -318,6 +318,9 @@ class Session:
             reason = outcome.seen + where
         if waived:
             reason += f" — waived: {waiver.reason}"
+        expired = self.target.expired_waiver_for(c.id, part.letter)
+        if expired is not None and outcome.verdict == Verdict.FAIL:
+            reason += f" — the waiver for it expired on {expired.expires} ({expired.source}): no longer waived"
         timeline = [f"+{t:.3f}s {m}" for t, m in (ctx.timeline if ctx else [])]
         measurements = {**(ctx.measurements if ctx else {}), **outcome.measurements}
         return Result(
