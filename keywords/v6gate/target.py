@@ -12,7 +12,6 @@ one line naming the file, the field and the fix (``TargetFileError``).
 from __future__ import annotations
 
 import datetime as dt
-
 import glob
 import ipaddress
 import json
@@ -54,7 +53,7 @@ class Waiver:
 
     @property
     def expired(self) -> bool:
-        return bool(self.expires) and str(self.expires) <= dt.datetime.now(dt.timezone.utc).date().isoformat()
+        return bool(self.expires) and str(self.expires) <= dt.datetime.now(dt.UTC).date().isoformat()
 
     def as_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
