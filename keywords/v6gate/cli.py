@@ -75,6 +75,8 @@ def cmd_run(args) -> int:
     run_dir = Path(args.out).resolve() if args.out else new_run_dir(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "V6GATE_RUN_ID": run_id, "V6GATE_RUN_DIR": str(run_dir)}
+    if getattr(args, "non_interactive", False):
+        env["V6GATE_NON_INTERACTIVE"] = "1"  # control.adapter manual: SKIP the operator's steps
     expected = [f"{c.id}{'#' + p.letter if p.letter else ''}" for c, p in
                 all_items(areas=args.area or None, profile=args.profile, kind=None, ids=args.check or None)
                 if (c.kind == "check" or not args.no_gates)]
@@ -359,6 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--target", help="target file of a real device (default: build the embedded lab)")
     r.add_argument("--profile", choices=["default", "full"], default="default",
                    help="'full' adds checks that wait on long protocol timers")
+    r.add_argument("--non-interactive", action="store_true",
+                   help="never pause for the operator (control.adapter: manual): those steps SKIP with the reason")
     r.add_argument("-n", "--workers", type=int, default=_default_workers(),
                    help="parallel labs/workers for the conformance phase (0: in-process)")
     r.add_argument("--area", action="append", help="only this area (repeatable)")

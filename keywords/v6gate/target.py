@@ -304,9 +304,9 @@ def load_target(path: str | Path, overrides: dict | None = None) -> Target:
     if control["adapter"] == "netns" and "lab" not in doc and "netns" not in control:
         raise TargetFileError(path, "control.netns", "missing for adapter netns",
                               "name the DUT's namespace, or use the lab target")
-    if doc.get("lab", {}).get("external_dut") and control["adapter"] != "none":
+    if doc.get("lab", {}).get("external_dut") and control["adapter"] == "netns":
         raise TargetFileError(path, "control.adapter", "an external (TAP) DUT cannot be controlled by the lab",
-                              "use control.adapter: none")
+                              "use control.adapter: none, ssh or manual")
     timing = {**DEFAULT_TIMING, **doc.get("timing", {})}
     return Target(
         name=doc["name"],
