@@ -57,12 +57,10 @@ def cmd_run(args) -> int:
     target = load_target(args.target) if args.target else None  # validate first (one-line error, exit 2)
     if target is not None:
         target_arg = str(Path(args.target).resolve())
-        if not target.is_lab and args.workers > 1:
-            # one DUT, one tester: parallel workers would probe the same device at once and land their RAs,
-            # prefixes and neighbour games in each other's windows
-            print(f"v6gate run: {args.target} is one external DUT: probing it with 1 worker, not {args.workers}",
-                  flush=True)
-            args.workers = 1
+        workers, why = workers_for(target, args.workers)
+        if why:
+            print(f"v6gate run: {args.target}: {why}", flush=True)
+        args.workers = workers
         for w in target.expired_waivers():
             print(f"v6gate run: the waiver of {w.check}{'#' + w.part if w.part else ''} expired on {w.expires} "
                   f"({w.source}): it no longer waives", flush=True)
@@ -312,6 +310,16 @@ def cmd_list(args) -> int:
               f"[{c.scope_of(p)}/{c.profile_of(p)}]  {c.title_of(p)}")
     print(f"{len(items)} check parts")
     return 0
+
+
+def workers_for(target, requested: int) -> tuple[int, str | None]:
+    """Workers for the conformance phase against ``target``, and why when
+    fewer than asked: one DUT is probed by one worker at a time (parallel
+    workers would land their RAs, prefixes and neighbour games in each
+    other's windows); the embedded lab gives each worker its own DUT."""
+    if target is None or target.is_lab or requested <= 1:
+        return requested, None
+    return 1, f"one external DUT is probed by one worker at a time: 1 worker, not {requested}"
 
 
 def cmd_validate(args) -> int:

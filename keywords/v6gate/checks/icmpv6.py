@@ -403,7 +403,7 @@ def error_messages_fit_the_minimum_mtu(t):
         probe = t.to_dut(tn1, dst) / X.destination_options(X.unknown_option(0b10)) / UDP(sport=_unused_port(),
                                                                                          dport=_unused_port())
         type_, code = PARAMETER_PROBLEM, 2
-    probe = probe / Raw(P.nonce(1500 - len(bytes(probe[IPv6]))))
+    probe = probe / Raw(P.nonce(t.target.link_mtu - len(bytes(probe[IPv6]))))  # a full-size packet (link.mtu)
     since = t.port.now()
     t.send(probe, label=f"{len(bytes(probe[IPv6]))}-octet packet")
     errors = t.collect(icmperr.error_about(src, type_=type_), t.reply_timeout, since=since)

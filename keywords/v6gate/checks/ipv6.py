@@ -874,16 +874,17 @@ def the_dut_never_sends_atomic_fragments(t):
     and RFC 8201 §4 has such a PTB discarded."""
     tn1 = t.tn1
     dst, src = t.dut.global_address(), tn1.global_addr
-    big = echo_request(size=1500)
+    link_mtu = t.target.link_mtu  # a full-size packet on this link (target link.mtu)
+    big = echo_request(size=link_mtu)
     probe = t.to_dut(tn1, dst) / big
-    first = t.expect_reply(probe, M.echo_reply_to(probe), what="Echo Reply (1500 octets)")
+    first = t.expect_reply(probe, M.echo_reply_to(probe), what=f"Echo Reply ({link_mtu} octets)")
     if first is None:
-        return t.failed("no Echo Reply to a 1500-octet Echo Request before the Packet Too Big")
+        return t.failed(f"no Echo Reply to a {link_mtu}-octet Echo Request before the Packet Too Big")
     ptb = (Ether(src=tn1.mac, dst=t.dut.mac) / IPv6(src=src, dst=dst) / ICMPv6PacketTooBig(mtu=t.p.mtu)
            / Raw(bytes(first.pkt[IPv6])[:X.IPV6_MIN_MTU - 48]))
     since = t.port.now()
     t.send(ptb, label=f"Packet Too Big (MTU {t.p.mtu}) quoting the Echo Reply")
-    sizes = (1500, 1280, 64) if t.p.mtu < X.IPV6_MIN_MTU else (64, 100, 1232)
+    sizes = (link_mtu, 1280, 64) if t.p.mtu < X.IPV6_MIN_MTU else (64, 100, 1232)
     for i, size in enumerate(sizes):
         request = t.to_dut(tn1, dst) / echo_request(size=size, seq=10 + i)
         t.expect_reply(request, M.echo_reply_to(request), what=f"Echo Reply ({size} octets)")

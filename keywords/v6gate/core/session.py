@@ -207,12 +207,21 @@ class Session:
         lab.ensure_services(set(c.lab_services))
         fault = get_fault(fault_name) if fault_name else None
         if lab.external_dut:
+            # the lab cannot rebuild a DUT it does not manage: a check that needs a fresh DUT resets it through the
+            # target's control adapter, or SKIPs with the adapter's reason (NotSupported)
+            if "reset" in c.needs:
+                self.control.reset()
             return None
         if "no_reset" in c.needs and not fault and not lab.dut_faulted and lab.dut_config == c.dut_config:
             return None
         lab.reset_dut(boot_sysctl=fault.boot_sysctl if fault else None, wait=False, config=c.dut_config)
         try:
-            lab.wait_dut_ready(timeout=self.target.timing["ready_timeout_s"] if not fault else 3.0)
+            # the same ready timeout under a fault as when healthy, unless the fault declares its own (a fault
+            # that keeps the DUT from finishing its start-up, where waiting is pointless)
+            ready = self.target.timing["ready_timeout_s"]
+            if fault and fault.ready_timeout_s is not None:
+                ready = fault.ready_timeout_s
+            lab.wait_dut_ready(timeout=ready)
         except BenchError:
             if not fault:
                 raise

@@ -40,6 +40,9 @@ MECHANISMS = ("nft", "sysctl", "boot_sysctl", "tc", "switch_tc", "commands", "im
 # regular expression searched (case-insensitive) in what the check saw and its problems; and/or ``counter``,
 # one of COUNTERS that must have moved during the check (the fault visibly acted on the DUT's traffic).
 PROOF_KEYS = ("fails_with", "counter")
+# ``ready_timeout_s``: how long the harness waits for the DUT to come up under this fault (default: the target's
+# timing.ready_timeout_s, as when healthy); set it for a fault that keeps the DUT from finishing its start-up.
+OTHER_KEYS = ("ready_timeout_s",)
 COUNTERS = ("impostor_answered", "repair_rewrote", "nft_matched")
 # Impostor rules that replace the DUT's own protocol engine by the project's simulated one: a FAIL under
 # such a fault proves the check against that simulated peer, not against a real stack's misbehaviour.
@@ -61,6 +64,7 @@ class Fault:
     repair: dict | None = None
     fails_with: str | None = None
     counter: str | None = None
+    ready_timeout_s: float | None = None
     spec: dict = field(default_factory=dict)  # the definition as written (hashed into controls' proofs)
 
     @property
@@ -101,7 +105,7 @@ def load_faults(directory: Path = FAULT_DIR) -> dict[str, Fault]:
                 raise UsageError(f"{path}: fault {name!r} is already defined in {out[name].source}")
             if not isinstance(spec, dict) or not spec.get("reason"):
                 raise UsageError(f"{path}: fault {name!r} needs a 'reason'")
-            unknown = set(spec) - {"reason", *MECHANISMS, *PROOF_KEYS}
+            unknown = set(spec) - {"reason", *MECHANISMS, *PROOF_KEYS, *OTHER_KEYS}
             if unknown:
                 raise UsageError(f"{path}: fault {name!r} has unknown keys {sorted(unknown)}; use {MECHANISMS} "
                                  f"or {PROOF_KEYS}")
@@ -119,7 +123,8 @@ def load_faults(directory: Path = FAULT_DIR) -> dict[str, Fault]:
                               tc=list(spec.get("tc") or []), switch_tc=list(spec.get("switch_tc") or []),
                               commands=list(spec.get("commands") or []), impostor=spec.get("impostor"),
                               repair=spec.get("repair"), fails_with=spec.get("fails_with"),
-                              counter=spec.get("counter"), spec=dict(spec))
+                              counter=spec.get("counter"), spec=dict(spec),
+                              ready_timeout_s=float(spec["ready_timeout_s"]) if spec.get("ready_timeout_s") else None)
     if directory == FAULT_DIR:
         _CATALOGUE = out
     return out
