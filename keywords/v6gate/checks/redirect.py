@@ -19,13 +19,13 @@ from scapy.layers.inet6 import (
     IPv6,
 )
 from scapy.layers.l2 import Ether
-from scapy.packet import Padding
 
 from ..core.check import Part, check
 from ..core.context import NotApplicable
 from ..net import nce
 from ..net import packets as P
 from ..net.firsthop import FirstHop
+from ..net.mutate import break_one
 from ..net.nce import Deviation, Expect, Neighbour, judged
 from ..net.nd import fresh_prefix, prefix_option
 from ..net.redirect import oversized_redirected, redirect, unrecognized_option, zero_length_option
@@ -356,12 +356,8 @@ def _invalid_redirect(b: RedirectBench, how: str, *, target: str, tlla: str, des
         return b.redirect(target=target, tlla=tlla, destination=dest, src=b.tr1.global_addr)
     if how == "not_first_hop":
         return b.redirect(target=target, tlla=tlla, destination=dest, sender=other_router)
-    if how == "hop_limit_254":
-        return b.redirect(target=target, tlla=tlla, destination=dest, hlim=254)
-    if how == "code_1":
-        return b.redirect(target=target, tlla=tlla, destination=dest, code=1)
-    if how == "bad_checksum":
-        return P.with_bad_checksum(b.redirect(target=target, tlla=tlla, destination=dest), ICMPv6ND_Redirect)
+    if how in ("hop_limit_254", "code_1", "bad_checksum"):
+        return break_one(b.redirect(target=target, tlla=tlla, destination=dest), ICMPv6ND_Redirect, how)
     if how == "multicast_destination":
         return b.redirect(target=target if target != dest else P.ALL_NODES, tlla=tlla, destination=P.ALL_NODES)
     if how == "multicast_target":
@@ -369,11 +365,8 @@ def _invalid_redirect(b: RedirectBench, how: str, *, target: str, tlla: str, des
     if how == "short_length":
         # ICMP length 39 < 40; the rest of the message (last octet of the Destination, TLLA) follows as a
         # link-layer trailer, as a parser that ignores the length would read it
-        full = b.redirect(target=target, tlla=tlla, destination=dest)
-        body = bytes(full[ICMPv6ND_Redirect])
-        pkt = P.icmpv6_from_bytes(full, body[:39])
-        pkt[IPv6].plen = 39
-        return pkt / Padding(load=body[39:])
+        return break_one(b.redirect(target=target, tlla=tlla, destination=dest), ICMPv6ND_Redirect, how, length=39,
+                         trailer="rest")
     if how == "zero_length_option":
         full = b.redirect(target=target, destination=dest)
         return P.icmpv6_from_bytes(full, bytes(full[ICMPv6ND_Redirect]) + zero_length_option()[:2]
