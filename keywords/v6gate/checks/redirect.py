@@ -90,6 +90,21 @@ class RedirectBench:
         return [], seen
 
 
+    def discard_then_valid(self, problems, seen):
+        """No vacuous PASS: once an invalid Redirect was discarded, a valid
+        one (TR1: TN1 is on-link, with TN1's TLLA) must be followed, or the
+        DUT may ignore every Redirect and the discard proves nothing."""
+        if problems:
+            return problems, seen
+        self.t.send(self.redirect(target=self.tn1.offlink, tlla=self.tn1.mac),
+                    label="valid Redirect from TR1: TN1 is on-link (its effect is required)")
+        after, how = self.answer_via(self.tn1)
+        if after:
+            return ([f"then a valid Redirect (TN1 on-link) was not followed either ({after[0]}): the DUT ignores "
+                     f"every Redirect, so the discard proves nothing"], f"{seen}; after a valid Redirect: {how}")
+        return [], f"{seen}; a valid Redirect afterwards was followed ({how})"
+
+
 def _verdict(t, problems, seen):
     return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
 
@@ -397,7 +412,7 @@ def invalid_on_link_redirect_is_ignored(t):
     b.first_hop()
     t.send(_invalid_redirect(b, t.p.how, target=b.tn1.offlink, tlla=b.tn1.mac, other_router=other),
            label=f"invalid Redirect ({t.p.how}): TN1 is on-link")
-    return _verdict(t, *b.answer_via(b.tr1))
+    return _verdict(t, *b.discard_then_valid(*b.answer_via(b.tr1)))
 
 
 @check(
@@ -421,7 +436,7 @@ def invalid_alternate_router_redirect_is_ignored(t):
     b.first_hop()
     t.send(_invalid_redirect(b, t.p.how, target=b.tr2.link_local, tlla=b.tr2.mac, other_router=other),
            label=f"invalid Redirect ({t.p.how}): use TR2")
-    return _verdict(t, *b.answer_via(b.tr1))
+    return _verdict(t, *b.discard_then_valid(*b.answer_via(b.tr1)))
 
 
 @check(
@@ -444,7 +459,7 @@ def fragmented_redirect_is_ignored(t):
     b.first_hop()
     for frag in nce.fragments(b.redirect(target=b.tr2.link_local, tlla=b.tr2.mac, rh=True), first=32):
         t.send(frag, label="fragment of a Redirect from TR1: use TR2")
-    return _verdict(t, *b.answer_via(b.tr1))
+    return _verdict(t, *b.discard_then_valid(*b.answer_via(b.tr1)))
 
 
 # ================================================================================================
@@ -605,7 +620,7 @@ def invalid_redirect_does_not_update_neighbor_cache(t):
                              other_router=other),
            label=f"invalid Redirect ({t.p.how}): TN2 via TR2, with a TLLA")
     problems, seen = nce.judge_by_echo(nb, Expect("none"))
-    return _verdict(t, problems, f"TR2 had no entry, invalid Redirect sent; then {seen}")
+    return _verdict(t, *b.discard_then_valid(problems, f"TR2 had no entry, invalid Redirect sent; then {seen}"))
 
 
 # ================================================================================================
