@@ -3,29 +3,24 @@ waiver of a multi-part check is refused unless it says ``parts: all``."""
 
 import subprocess
 import sys
-import textwrap
 
 import pytest
+import yaml
 
 from v6gate.errors import TargetFileError
+from v6gate.paths import FIXTURES
 from v6gate.target import load_target
 
-VALID = textwrap.dedent("""\
-    name: test-host
-    kind: host
-    capabilities: [Core, SLAAC]
-    tester: {interface: enp3s0}
-    dut: {mac: "52:54:00:12:34:56", link_local: eui64}
-    link: {prefix: "2001:db8:1::/64"}
-    control: {adapter: none}
-""")
 MULTI = "icmpv6.echo_request_is_answered"  # parts A, B, C, ...
 SINGLE = "nd.fragmented_ns_is_ignored"
 
 
 def _target(tmp_path, waivers: str):
+    """The shipped example host target with these waivers instead of its own."""
+    doc = yaml.safe_load((FIXTURES / "targets" / "example-host.yaml").read_text())
+    doc["waivers"] = yaml.safe_load(waivers)
     p = tmp_path / "t.yaml"
-    p.write_text(VALID + "waivers:\n" + waivers)
+    p.write_text(yaml.safe_dump(doc))
     return p
 
 
