@@ -36,6 +36,7 @@ def test_one_external_dut_gets_one_worker(tmp_path):
     assert workers_for(_target(tmp_path), 1) == (1, None)
     assert workers_for(load_target(FIXTURES / "targets" / "lab.yaml"), 4) == (4, None)
     assert workers_for(None, 4) == (4, None)
+    assert workers_for(load_target(FIXTURES / "targets" / "example-tap.yaml"), 4)[0] == 1  # one DUT on the lab's TAP
 
 
 def test_link_mtu_drives_the_pmtu_checks(tmp_path):
