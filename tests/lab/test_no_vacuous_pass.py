@@ -1,6 +1,6 @@
 """No vacuous PASS: every "silently discard" part is followed, in the same
 check, by a valid message whose effect is required, so a DUT that ignores
-every RA (or every Redirect) FAILs it instead of passing it for free.
+every RA (or every Redirect, or every MLD Query) FAILs it instead of passing it for free.
 
 Each case runs the part on the lab under a fault that makes the DUT ignore
 all such messages and requires a FAIL that says so (the valid message had no
@@ -15,6 +15,7 @@ from v6gate.core.session import Session
 
 IGNORES_EVERY_RA = "dut_drops_router_advertisements"
 IGNORES_EVERY_REDIRECT = "dut_ignores_redirects"
+IGNORES_EVERY_QUERY = "dut_ignores_mld_queries"
 # check id, part, the fault that makes the DUT ignore every message of the kind
 CASES = [
     ("rd.invalid_ra_is_ignored", "B", IGNORES_EVERY_RA),
@@ -24,6 +25,7 @@ CASES = [
     ("rd.solicited_ra_stops_solicitations", "D", IGNORES_EVERY_RA),
     ("slaac.prefix_option_processing", "B", IGNORES_EVERY_RA),
     ("slaac.prefix_option_processing", "H", IGNORES_EVERY_RA),
+    ("mld.invalid_query_is_ignored", "hop_limit_2", IGNORES_EVERY_QUERY),
     ("redirect.invalid_on_link_redirect_is_ignored", "C", IGNORES_EVERY_REDIRECT),
     ("redirect.invalid_alternate_router_redirect_is_ignored", "E", IGNORES_EVERY_REDIRECT),
     ("redirect.fragmented_redirect_is_ignored", None, IGNORES_EVERY_REDIRECT),

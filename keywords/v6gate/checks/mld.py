@@ -210,8 +210,20 @@ def invalid_query_is_ignored(t):
         q = break_one(q, ICMPv6MLQuery, how)
     elif how == "short_length":  # cut behind the Hop-by-Hop header, which the table's short_length does not keep
         q = _cut_query(q, 20)
-    return t.expect_silence(q, lambda p: reports_group(p, group) and (is_v1_report(p) or any(
-        r.rtype in (1, 2) for r in v2_records(p))), what=f"Report for {group} in answer to the invalid Query")
+    answers = lambda p: reports_group(p, group) and (is_v1_report(p) or any(  # noqa: E731
+        r.rtype in (1, 2) for r in v2_records(p)))
+    outcome = t.expect_silence(q, answers, what=f"Report for {group} in answer to the invalid Query")
+    if outcome.verdict != Verdict.PASS:
+        return outcome
+    # no vacuous PASS: a valid Query right after must be answered, or the DUT may ignore every Query
+    valid = mld_query(tq, version=1, mrd_ms=0)
+    since = t.send(valid, label="valid MLDv1 General Query (MRD 0): its Report is required")
+    report = t.port.expect(t.from_dut(answers), t.reply_timeout + _slack(t), since=since)
+    if report is None:
+        return t.failed(f"{outcome.seen}; then a valid General Query got no Report for {group} within "
+                        f"{t.reply_timeout + _slack(t):g} s either: the DUT ignores every Query, so the discard "
+                        f"proves nothing")
+    return t.passed(f"{outcome.seen}; a valid Query right after was answered ({report.time - since:.3f} s)")
 
 
 def _cut_query(q, length: int):
