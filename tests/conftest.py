@@ -24,3 +24,5 @@ def pytest_addoption(parser):
     g.addoption("--controls-check", action="append", default=[], help="only this check id")
     g.addoption("--controls-profile", default="default", choices=["default", "full"],
                 help="'full' also proves the checks that wait on long protocol timers")
+    g.addoption("--controls-stale", action="store_true",
+                help="only parts whose reports/controls.json entry is missing, unproven or stale")

@@ -54,9 +54,16 @@ def cmd_run(args) -> int:
     from .target import load_target
 
     target_arg = "lab"
-    if args.target:
-        load_target(args.target)  # validate before anything is built (one-line error, exit 2)
+    target = load_target(args.target) if args.target else None  # validate first (one-line error, exit 2)
+    if target is not None:
         target_arg = str(Path(args.target).resolve())
+        workers, why = workers_for(target, args.workers)
+        if why:
+            print(f"v6gate run: {args.target}: {why}", flush=True)
+        args.workers = workers
+        for w in target.expired_waivers():
+            print(f"v6gate run: the waiver of {w.check}{'#' + w.part if w.part else ''} expired on {w.expires} "
+                  f"({w.source}): it no longer waives", flush=True)
     if args.baseline and not Path(args.baseline).is_file():
         raise UsageError(f"--baseline {args.baseline}: file not found; pass a previous run's results.json")
     if os.geteuid() != 0 and target_arg == "lab":
@@ -66,6 +73,8 @@ def cmd_run(args) -> int:
     run_dir = Path(args.out).resolve() if args.out else new_run_dir(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "V6GATE_RUN_ID": run_id, "V6GATE_RUN_DIR": str(run_dir)}
+    if getattr(args, "non_interactive", False):
+        env["V6GATE_NON_INTERACTIVE"] = "1"  # control.adapter manual: SKIP the operator's steps
     expected = [f"{c.id}{'#' + p.letter if p.letter else ''}" for c, p in
                 all_items(areas=args.area or None, profile=args.profile, kind=None, ids=args.check or None)
                 if (c.kind == "check" or not args.no_gates)]
@@ -305,6 +314,17 @@ def cmd_list(args) -> int:
     return 0
 
 
+def workers_for(target, requested: int) -> tuple[int, str | None]:
+    """Workers for the conformance phase against ``target``, and why when
+    fewer than asked: one DUT is probed by one worker at a time (parallel
+    workers would land their RAs, prefixes and neighbour games in each
+    other's windows); the embedded lab gives each worker its own DUT."""
+    external = target is not None and (not target.is_lab or (target.lab or {}).get("external_dut"))
+    if not external or requested <= 1:
+        return requested, None
+    return 1, f"one external DUT is probed by one worker at a time: 1 worker, not {requested}"
+
+
 def cmd_validate(args) -> int:
     from .target import load_target
 
@@ -334,6 +354,8 @@ def cmd_controls(args) -> int:
         argv.append(f"--controls-check={c}")
     if args.profile == "full":
         argv.append("--controls-profile=full")
+    if getattr(args, "stale", False):
+        argv.append("--controls-stale")
     return _run_child(argv, os.environ.copy())
 
 
@@ -350,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--target", help="target file of a real device (default: build the embedded lab)")
     r.add_argument("--profile", choices=["default", "full"], default="default",
                    help="'full' adds checks that wait on long protocol timers")
+    r.add_argument("--non-interactive", action="store_true",
+                   help="never pause for the operator (control.adapter: manual): those steps SKIP with the reason")
     r.add_argument("-n", "--workers", type=int, default=_default_workers(),
                    help="parallel labs/workers for the conformance phase (0: in-process)")
     r.add_argument("--area", action="append", help="only this area (repeatable)")
@@ -401,6 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
     ctl.add_argument("--area", action="append")
     ctl.add_argument("--check", action="append")
     ctl.add_argument("--profile", choices=["default", "full"], default="default")
+    ctl.add_argument("--stale", action="store_true",
+                     help="only parts whose controls.json entry is missing, not proven, or stale (check/fault changed)")
     ctl.set_defaults(func=cmd_controls)
 
     st = sub.add_parser("selftest", help="the project's own tests (lint, unit, lab, controls)")

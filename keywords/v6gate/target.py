@@ -11,6 +11,7 @@ one line naming the file, the field and the fix (``TargetFileError``).
 
 from __future__ import annotations
 
+import datetime as dt
 import glob
 import ipaddress
 import json
@@ -44,9 +45,15 @@ class Waiver:
     observed: str | None = None
     corrective_fault: str | None = None
     source: str | None = None
+    expires: str | None = None  # ISO date; from that day on the waiver no longer waives (it is reported)
+    parts: str | None = None  # "all": a part-less waiver of a multi-part check, said on purpose
 
     def covers(self, check_id: str, part: str | None) -> bool:
         return self.check == check_id and (self.part is None or self.part == part)
+
+    @property
+    def expired(self) -> bool:
+        return bool(self.expires) and str(self.expires) <= dt.datetime.now(dt.UTC).date().isoformat()
 
     def as_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -77,10 +84,20 @@ class Target:
     description: str = ""
 
     def waiver_for(self, check_id: str, part: str | None) -> Waiver | None:
+        """The waiver in force for a part (an expired one no longer waives)."""
         for w in self.waivers:
-            if w.covers(check_id, part):
+            if w.covers(check_id, part) and not w.expired:
                 return w
         return None
+
+    def expired_waiver_for(self, check_id: str, part: str | None) -> Waiver | None:
+        """An expired waiver that would have covered the part (reported, not applied)."""
+        if self.waiver_for(check_id, part):
+            return None
+        return next((w for w in self.waivers if w.covers(check_id, part) and w.expired), None)
+
+    def expired_waivers(self) -> list[Waiver]:
+        return [w for w in self.waivers if w.expired]
 
     def claims(self, capability: str) -> bool:
         return capability in self.capabilities
@@ -232,8 +249,25 @@ def _load_waivers(doc: dict, path: Path) -> list[Waiver]:
     out = []
     for w, src in items:
         out.append(Waiver(check=w["check"], part=w.get("part"), reason=w["reason"], rfc=w.get("rfc"),
-                          observed=w.get("observed"), corrective_fault=w.get("corrective_fault"), source=src))
+                          observed=w.get("observed"), corrective_fault=w.get("corrective_fault"), source=src,
+                          expires=str(w["expires"]) if w.get("expires") else None, parts=w.get("parts")))
+    _refuse_partless(out)
     return out
+
+
+def _refuse_partless(waivers: list[Waiver]) -> None:
+    """A waiver without ``part`` on a check with several parts waives all of
+    them: refuse it unless it says ``parts: all``."""
+    from .core.check import load_all
+
+    registry = load_all()
+    for w in waivers:
+        c = registry.get(w.check)
+        if w.part is None and w.parts != "all" and c is not None and len(c.parts) > 1:
+            letters = ", ".join(str(p.letter) for p in c.parts)
+            raise TargetFileError(w.source, f"waiver for {w.check}",
+                                  f"has no 'part' but the check has {len(c.parts)} parts ({letters})",
+                                  "name the part ('part: A') or write 'parts: all' to waive every part")
 
 
 def _mac_ok(mac: str) -> str:
@@ -270,9 +304,9 @@ def load_target(path: str | Path, overrides: dict | None = None) -> Target:
     if control["adapter"] == "netns" and "lab" not in doc and "netns" not in control:
         raise TargetFileError(path, "control.netns", "missing for adapter netns",
                               "name the DUT's namespace, or use the lab target")
-    if doc.get("lab", {}).get("external_dut") and control["adapter"] != "none":
+    if doc.get("lab", {}).get("external_dut") and control["adapter"] == "netns":
         raise TargetFileError(path, "control.adapter", "an external (TAP) DUT cannot be controlled by the lab",
-                              "use control.adapter: none")
+                              "use control.adapter: none, ssh or manual")
     timing = {**DEFAULT_TIMING, **doc.get("timing", {})}
     return Target(
         name=doc["name"],

@@ -133,20 +133,21 @@ def pytest_sessionfinish(session, exitstatus):
     live = {k: e for k, e in entries.items()
             if k[0] in registry and any(p.letter == k[1] for p in registry[k[0]].parts)}
     checks = sorted(live.values(), key=lambda e: (e["area"], e.get("ipv6ready") or "~", e["id"], e["part"] or ""))
-    by_status = {}
-    for e in checks:
-        by_status.setdefault(e["status"], []).append(f"{e['id']}#{e['part']}")
+    from v6gate.report import controls as proof
+
     doc = {
-        "schema": "v6gate/controls/1",
+        "schema": "v6gate/controls/2",
         "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "what": "each check part proven both ways on the embedded lab: PASS on a conforming DUT, FAIL on a broken one",
-        "summary": {"parts": len(checks), **{k: len(v) for k, v in by_status.items()},
-                    "not_proven": by_status.get("not_proven", []), "uncontrolled": by_status.get("uncontrolled", []),
-                    "flaky": [f"{e['id']}#{e['part']} ({', '.join(e['flaky_sides'])})" for e in checks
-                              if e.get("flaky_sides")]},
+        "what": "each check part proven both ways on the embedded lab: PASS on a conforming DUT, FAIL on a broken one "
+                "for the reason the fault declares (fails_with / counter); every attempt kept; each entry stamped "
+                "with the commit and a hash of the check's source and faults it was proven at",
+        "summary": proof.summarize(checks, registry),
         "checks": checks,
     }
     CONTROLS_JSON.write_text(json.dumps(doc, indent=1))
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if tr:
-        tr.write_line(f"controls: {doc['summary']} -> {CONTROLS_JSON}")
+        sm = doc["summary"]
+        counts = {k: v for k, v in sm.items() if isinstance(v, int)}
+        tr.write_line(f"controls: {counts}; wrong reason {len(sm['wrong_reason'])}, stale {len(sm['stale'])}, "
+                      f"{sm['fail_side_detection']} -> {CONTROLS_JSON}")

@@ -218,6 +218,10 @@ def test_mld_query_rules():
     q = _ip(mld_query(_router(), version=1, mrd_ms=1000))
     assert struct.unpack("!H", mld_query_delay(q, DUT, factor=10)[52:54])[0] == 10000
     assert struct.unpack("!H", mld_query_delay(q, DUT, floor_ms=10000)[52:54])[0] == 10000
+    zero = _ip(mld_query(_router(), version=1, mrd_ms=0))
+    assert mld_query_delay(zero, DUT, floor_ms=10000, keep_zero=True) is None  # "at once" stays at once
+    assert struct.unpack("!H", mld_query_delay(zero, DUT, floor_ms=10000)[52:54])[0] == 10000
+    assert struct.unpack("!H", mld_query_delay(q, DUT, floor_ms=10000, keep_zero=True)[52:54])[0] == 10000
     v2 = mld_query_as_v2(q, DUT)
     assert len(v2) == len(q) + 4 and struct.unpack("!H", v2[4:6])[0] == len(v2) - 40
 

@@ -213,7 +213,7 @@ def port_unreachable_is_reported(t):
     ipv6ready="v6LC.5.1.6",
     title="Erroneous Header Field (Parameter Problem Generation)",
     rfc="RFC 4443 §3.4; RFC 8200 §4.5",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="an ICMPv6 Parameter Problem code 0 with Pointer 4 from the DUT's global address to TN1's, quoting the "
            "fragment (its Payload Length, 37, is not a multiple of 8 although M=1), and no Echo Reply",
@@ -239,7 +239,7 @@ def erroneous_header_field_is_reported(t):
     ipv6ready="v6LC.5.1.7",
     title="Unrecognized Next Header (Parameter Problem Generation)",
     rfc="RFC 4443 §3.4; RFC 8200 §4",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="an ICMPv6 Parameter Problem code 1 with Pointer 6 from the DUT's global address to TN1's, quoting the "
            "packet whose Next Header (200) is unrecognized",
@@ -403,7 +403,7 @@ def error_messages_fit_the_minimum_mtu(t):
         probe = t.to_dut(tn1, dst) / X.destination_options(X.unknown_option(0b10)) / UDP(sport=_unused_port(),
                                                                                          dport=_unused_port())
         type_, code = PARAMETER_PROBLEM, 2
-    probe = probe / Raw(P.nonce(1500 - len(bytes(probe[IPv6]))))
+    probe = probe / Raw(P.nonce(t.target.link_mtu - len(bytes(probe[IPv6]))))  # a full-size packet (link.mtu)
     since = t.port.now()
     t.send(probe, label=f"{len(bytes(probe[IPv6]))}-octet packet")
     errors = t.collect(icmperr.error_about(src, type_=type_), t.reply_timeout, since=since)

@@ -182,7 +182,7 @@ def _each_unassigned_next_header(t, head, pointer: int):
     ipv6ready="v6LC.1.1.7",
     title="Unrecognized Next Header",
     rfc="RFC 8200 §4; RFC 4443 §3.4",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="for each packet, an ICMPv6 Parameter Problem code 1 (unrecognized Next Header) with Pointer 6 "
            "(the IPv6 header's Next Header field), from the address the packet was sent to",
@@ -235,7 +235,7 @@ def hop_limit_zero_is_accepted_by_the_destination(t):
     ipv6ready="v6LC.1.2.1",
     title="Next Header Zero",
     rfc="RFC 8200 §4, §4.3",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="an ICMPv6 Parameter Problem code 1 with Pointer 40 (the Destination Options header's Next Header "
            "field, which says 0) and no Echo Reply",
@@ -282,7 +282,7 @@ def octets_after_no_next_header_in_extension_header_are_ignored(t):
     ipv6ready="v6LC.1.2.3",
     title="Unrecognized Next Header in Extension Header – End Node",
     rfc="RFC 8200 §4; RFC 4443 §3.4",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="for each packet, an ICMPv6 Parameter Problem code 1 with Pointer 40 (the Destination Options "
            "header's Next Header field)",
@@ -316,7 +316,7 @@ def unrecognized_next_header_in_extension_header_is_reported(t):
     ipv6ready="v6LC.1.2.4",
     title="Extension Header Processing Order",
     rfc="RFC 8200 §4, §4.5",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="the error of the header that comes first in the packet, and no Echo Reply",
     parts=[
@@ -370,7 +370,7 @@ def extension_headers_are_processed_in_order(t):
     ipv6ready="v6LC.1.2.5",
     title="Option Processing Order",
     rfc="RFC 8200 §4.2",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="the first option (action 00) is skipped and the second one's action applies",
     parts=[
@@ -409,12 +409,12 @@ _OPTION_PARTS = [
          expect="an Echo Reply: an unrecognized option with action 00 is skipped"),
     Part("D", "Most Significant Bits 01b", option=0b01, fault="impostor_answers_malformed_echo",
          expect="nothing: an unrecognized option with action 01 discards the packet silently"),
-    Part("E", "Most Significant Bits 10b, unicast destination", option=0b10, fault="dut_sends_no_parameter_problem",
+    Part("E", "Most Significant Bits 10b, unicast destination", option=0b10, fault="dut_points_past_the_parameter_problem",
          expect="an ICMPv6 Parameter Problem code 2 whose Pointer is the option's offset (42), and no Echo Reply"),
-    Part("F", "Most Significant Bits 11b, unicast destination", option=0b11, fault="dut_sends_no_parameter_problem",
+    Part("F", "Most Significant Bits 11b, unicast destination", option=0b11, fault="dut_points_past_the_parameter_problem",
          expect="an ICMPv6 Parameter Problem code 2 whose Pointer is the option's offset (42), and no Echo Reply"),
     Part("G", "Most Significant Bits 10b, multicast destination", option=0b10, multicast=True,
-         fault="dut_sends_no_parameter_problem",
+         fault="dut_points_past_the_parameter_problem",
          expect="an ICMPv6 Parameter Problem code 2 (Pointer 42) from a unicast address of the DUT although the "
                 "destination is the all-nodes group (action 10 reports even to multicast), and no Echo Reply"),
     Part("H", "Most Significant Bits 11b, multicast destination", option=0b11, multicast=True,
@@ -526,7 +526,7 @@ def unrecognized_routing_type_with_no_segments_left_is_ignored(t):
     ipv6ready="v6LC.1.2.10",
     title="Unrecognized Routing Type - Intermediate Node",
     rfc="RFC 8200 §4.4; RFC 5095 §3",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     needs=["exclusive_router"],
     liveness="echo",
     expect="an ICMPv6 Parameter Problem code 0 with Pointer 42 (the Routing Type field) to Host1 (off-link, "
@@ -693,7 +693,7 @@ def reassembly_is_abandoned_after_sixty_seconds(t):
     ipv6ready="v6LC.1.3.3",
     title="Fragment Header M-Bit Set, Payload Length Invalid",
     rfc="RFC 8200 §4.5",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="an ICMPv6 Parameter Problem code 0 with Pointer 4 (the Payload Length field), and the fragment "
            "discarded (no Echo Reply when the rest arrives)",
@@ -759,7 +759,7 @@ def _split_chain(t, how: str):
     ipv6ready="v6LC.1.3.6",
     title="First Fragment Doesn't Contain All Headers",
     rfc="RFC 8200 §4.5; RFC 7112 §5",
-    fault="dut_sends_no_parameter_problem",
+    fault="dut_points_past_the_parameter_problem",
     liveness="echo",
     expect="an ICMPv6 Parameter Problem code 3 (first fragment has incomplete IPv6 header chain) with Pointer 0 "
            "quoting the first fragment, and the packet discarded (no Echo Reply, no TCP answer) when the second "
@@ -874,16 +874,17 @@ def the_dut_never_sends_atomic_fragments(t):
     and RFC 8201 §4 has such a PTB discarded."""
     tn1 = t.tn1
     dst, src = t.dut.global_address(), tn1.global_addr
-    big = echo_request(size=1500)
+    link_mtu = t.target.link_mtu  # a full-size packet on this link (target link.mtu)
+    big = echo_request(size=link_mtu)
     probe = t.to_dut(tn1, dst) / big
-    first = t.expect_reply(probe, M.echo_reply_to(probe), what="Echo Reply (1500 octets)")
+    first = t.expect_reply(probe, M.echo_reply_to(probe), what=f"Echo Reply ({link_mtu} octets)")
     if first is None:
-        return t.failed("no Echo Reply to a 1500-octet Echo Request before the Packet Too Big")
+        return t.failed(f"no Echo Reply to a {link_mtu}-octet Echo Request before the Packet Too Big")
     ptb = (Ether(src=tn1.mac, dst=t.dut.mac) / IPv6(src=src, dst=dst) / ICMPv6PacketTooBig(mtu=t.p.mtu)
            / Raw(bytes(first.pkt[IPv6])[:X.IPV6_MIN_MTU - 48]))
     since = t.port.now()
     t.send(ptb, label=f"Packet Too Big (MTU {t.p.mtu}) quoting the Echo Reply")
-    sizes = (1500, 1280, 64) if t.p.mtu < X.IPV6_MIN_MTU else (64, 100, 1232)
+    sizes = (link_mtu, 1280, 64) if t.p.mtu < X.IPV6_MIN_MTU else (64, 100, 1232)
     for i, size in enumerate(sizes):
         request = t.to_dut(tn1, dst) / echo_request(size=size, seq=10 + i)
         t.expect_reply(request, M.echo_reply_to(request), what=f"Echo Reply ({size} octets)")

@@ -40,6 +40,7 @@ from ..net.mld import (
     reports_group,
     v2_records,
 )
+from ..net.mutate import break_one
 
 TRIALS = 4  # repetitions of a timing-sensitive part (RFC 2710 timers are random)
 CROSSING = 0.02  # a Report arriving this soon after the tester's packet was sent before the DUT could see it
@@ -206,11 +207,23 @@ def invalid_query_is_ignored(t):
     q = mld_query(tq, version=1, mrd_ms=0, src="2001:db8:ffff::" + secrets.token_hex(2) if how == "global_source"
                   else None, hlim=2 if how == "hop_limit_2" else 1, router_alert=how != "no_router_alert")
     if how == "bad_checksum":
-        q = P.with_bad_checksum(q, ICMPv6MLQuery)
-    elif how == "short_length":
+        q = break_one(q, ICMPv6MLQuery, how)
+    elif how == "short_length":  # cut behind the Hop-by-Hop header, which the table's short_length does not keep
         q = _cut_query(q, 20)
-    return t.expect_silence(q, lambda p: reports_group(p, group) and (is_v1_report(p) or any(
-        r.rtype in (1, 2) for r in v2_records(p))), what=f"Report for {group} in answer to the invalid Query")
+    answers = lambda p: reports_group(p, group) and (is_v1_report(p) or any(  # noqa: E731
+        r.rtype in (1, 2) for r in v2_records(p)))
+    outcome = t.expect_silence(q, answers, what=f"Report for {group} in answer to the invalid Query")
+    if outcome.verdict != Verdict.PASS:
+        return outcome
+    # no vacuous PASS: a valid Query right after must be answered, or the DUT may ignore every Query
+    valid = mld_query(tq, version=1, mrd_ms=0)
+    since = t.send(valid, label="valid MLDv1 General Query (MRD 0): its Report is required")
+    report = t.port.expect(t.from_dut(answers), t.reply_timeout + _slack(t), since=since)
+    if report is None:
+        return t.failed(f"{outcome.seen}; then a valid General Query got no Report for {group} within "
+                        f"{t.reply_timeout + _slack(t):g} s either: the DUT ignores every Query, so the discard "
+                        f"proves nothing")
+    return t.passed(f"{outcome.seen}; a valid Query right after was answered ({report.time - since:.3f} s)")
 
 
 def _cut_query(q, length: int):

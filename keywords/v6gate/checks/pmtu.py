@@ -25,6 +25,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
 from ..core.check import Part, check
+from ..core.context import NotApplicable
 from ..core.verdict import Outcome
 from ..net import frag as F
 from ..net import match as M
@@ -32,7 +33,16 @@ from ..net.exthdr import IPV6_MIN_MTU
 from ..net.offlink import OffLinkPath, become_router
 from ._common import ECHO_HEADER, datagram, deadline_margin, echo_request
 
-LINK_MTU = 1500  # the Ethernet link's MTU (RFC 2464 §2); the lab's too
+ETHERNET_MTU = 1500  # RFC 2464 §2; the default of a target file's link.mtu
+
+
+def _link_mtu(t) -> int:
+    """The link's MTU from the target file (link.mtu): the size of the
+    "full-size" packets and the PMTU before any Packet Too Big."""
+    mtu = int(getattr(t.target, "link_mtu", ETHERNET_MTU) or ETHERNET_MTU)
+    if mtu <= IPV6_MIN_MTU:
+        raise NotApplicable(f"the link MTU is {mtu} (target link.mtu): no Path MTU below it to discover")
+    return mtu
 #: RFC 8201 §4: no attempt to detect a PMTU increase within 5 minutes of a PTB
 PMTU_INCREASE_MIN_S = 300.0
 #: TAHI's v6LC.4.1.9 samples the path every 30 s
@@ -115,8 +125,8 @@ def _path_with(t, peer_name: str = "TN2", onlink: bool = False):
 
 def _baseline(t, peer: Peer):
     """A full-size Echo Reply before any PTB: the packet the PTB will quote."""
-    request, pkts = _reply(t, peer, LINK_MTU, 1)
-    problems = _judge(request, pkts, LINK_MTU)
+    request, pkts = _reply(t, peer, _link_mtu(t), 1)
+    problems = _judge(request, pkts, _link_mtu(t))
     return pkts, problems
 
 
@@ -124,7 +134,7 @@ def _after_ptb(t, peer: Peer, pmtu: int, seqs=(2,)) -> tuple[list[str], list[str
     """Probe with full-size Echo Requests; (problems, seen) against ``pmtu``."""
     problems, seen = [], []
     for seq in seqs:
-        request, pkts = _reply(t, peer, LINK_MTU, seq)
+        request, pkts = _reply(t, peer, _link_mtu(t), seq)
         p = _judge(request, pkts, pmtu)
         problems += [f"reply #{seq} to {peer.name}: {x}" for x in p]
         seen.append(f"#{seq} to {peer.name}: {_sizes(pkts) if pkts else 'none'}")
@@ -150,7 +160,7 @@ def _verdict(t, seen: list[str], problems: list[str]):
     parts=[
         Part("A", "ICMPv6 Echo Request 64 octets", size=64),
         Part("B", "ICMPv6 Echo Request 1280 octets", size=1280),
-        Part("C", "ICMPv6 Echo Request 1500 octets", size=1500),
+        Part("C", "ICMPv6 Echo Request of the link MTU (1500 octets on Ethernet)", size="link"),
     ],
 )
 def echo_replies_of_every_size_cross_the_path(t):
@@ -158,11 +168,12 @@ def echo_replies_of_every_size_cross_the_path(t):
     (RFC 8201 §3): the DUT answers Echo Requests of 64, 1280 and 1500
     octets with Echo Replies of the same size, unfragmented (RFC 4443 §4.2:
     the data returned entirely and unmodified)."""
+    size = _link_mtu(t) if t.p.size == "link" else t.p.size
     _, peer = _path_with(t)
-    request, pkts = _reply(t, peer, t.p.size, 1)
-    problems = _judge(request, pkts, LINK_MTU)
-    if pkts is not None and F.ipv6_length(pkts[0]) != t.p.size and not F.is_fragment(pkts[0]):
-        problems.append(f"the reply is {F.ipv6_length(pkts[0])} octets, not {t.p.size}")
+    request, pkts = _reply(t, peer, size, 1)
+    problems = _judge(request, pkts, _link_mtu(t))
+    if pkts is not None and F.ipv6_length(pkts[0]) != size and not F.is_fragment(pkts[0]):
+        problems.append(f"the reply is {F.ipv6_length(pkts[0])} octets, not {size}")
     return _verdict(t, [f"reply to {peer.name}: {_sizes(pkts) if pkts else 'none'} octets"], problems)
 
 
@@ -191,8 +202,8 @@ def pmtu_is_stored_per_destination(t):
     t.send(_ptb(path, pkts[0], IPV6_MIN_MTU), label="Packet Too Big (MTU 1280) for TN2's path")
     _settle(t)
     p2, seen = _after_ptb(t, tn2, IPV6_MIN_MTU, seqs=(2, 3, 4))
-    request, other = _reply(t, tn3, LINK_MTU, 5)
-    p3 = [f"reply to TN3: {x}" for x in _judge(request, other, LINK_MTU)]
+    request, other = _reply(t, tn3, _link_mtu(t), 5)
+    p3 = [f"reply to TN3: {x}" for x in _judge(request, other, _link_mtu(t))]
     seen.append(f"to TN3: {_sizes(other) if other else 'none'}")
     return _verdict(t, seen, problems + p2 + p3)
 
@@ -290,7 +301,7 @@ def packet_too_big_below_the_minimum_mtu_is_discarded(t):
         return t.failed("no Echo Reply to TN2 before the Packet Too Big")
     t.send(_ptb(path, pkts[0], t.p.mtu), label=f"Packet Too Big (MTU {t.p.mtu})")
     _settle(t)
-    p2, seen = _after_ptb(t, peer, LINK_MTU, seqs=(2, 3))
+    p2, seen = _after_ptb(t, peer, _link_mtu(t), seqs=(2, 3))
     if p2:
         p2.insert(0, f"the DUT applied the Packet Too Big reporting {t.p.mtu}")
     return _verdict(t, seen, problems + p2)
@@ -320,7 +331,7 @@ def packet_too_big_never_increases_the_pmtu(t):
         return t.failed("no Echo Reply to TN2 before the Packet Too Big")
     t.send(_ptb(path, pkts[0], IPV6_MIN_MTU), label="Packet Too Big (MTU 1280)")
     _settle(t)
-    request, reduced = _reply(t, peer, LINK_MTU, 2)
+    request, reduced = _reply(t, peer, _link_mtu(t), 2)
     first = _judge(request, reduced, IPV6_MIN_MTU)
     if first:
         return t.failed(f"the first Packet Too Big (1280) was not applied: {'; '.join(first)}")
@@ -380,7 +391,7 @@ def packet_too_big_not_matching_sent_traffic_is_ignored(t):
     forged = Ether(bytes(forged))
     t.send(_ptb(path, forged, IPV6_MIN_MTU), label="Packet Too Big (MTU 1280) quoting an Echo Reply never sent")
     _settle(t)
-    p2, seen = _after_ptb(t, peer, LINK_MTU, seqs=(2, 3))
+    p2, seen = _after_ptb(t, peer, _link_mtu(t), seqs=(2, 3))
     if p2:
         p2.insert(0, f"the DUT applied a Packet Too Big quoting an Echo Reply (identifier "
                      f"{forged[ICMPv6EchoReply].id:#06x}) it never sent")
@@ -418,7 +429,7 @@ def pmtu_is_not_raised_within_five_minutes(t):
     marks.append(PMTU_INCREASE_MIN_S - margin)
     for mark in marks:
         t.wait(max(0.0, ptb_time + mark - t.port.now()))
-        request, reply = _reply(t, peer, LINK_MTU, seq)
+        request, reply = _reply(t, peer, _link_mtu(t), seq)
         elapsed = t.port.now() - ptb_time
         p = _judge(request, reply, IPV6_MIN_MTU)
         seen.append(f"+{elapsed:.0f}s {_sizes(reply) if reply else 'none'}")
@@ -447,11 +458,11 @@ def _originate(t, group: str, total: int) -> list[Packet]:
 def _first_to_group(t) -> Packet | Outcome:
     """The DUT's full-size Echo Request to the group, before any PTB (the
     packet the PTB quotes), or a FAIL saying it sent none."""
-    first = _originate(t, MULTICAST_GROUP, LINK_MTU)
-    whole = [p for p in first if F.ipv6_length(p) == LINK_MTU]
+    first = _originate(t, MULTICAST_GROUP, _link_mtu(t))
+    whole = [p for p in first if F.ipv6_length(p) == _link_mtu(t)]
     if whole:
         return whole[0]
-    return t.failed(f"the DUT did not send a {LINK_MTU}-octet Echo Request to {MULTICAST_GROUP} before the Packet "
+    return t.failed(f"the DUT did not send a {_link_mtu(t)}-octet Echo Request to {MULTICAST_GROUP} before the Packet "
                     f"Too Big (saw {_sizes(first) if first else 'nothing'})")
 
 
@@ -465,12 +476,12 @@ def _probe_multicast(t, group: str, pmtu: int) -> tuple[list[str], str]:
         problems.append(f"the DUT sent nothing when asked for a {pmtu}-octet Echo Request to {group}")
     elif any(F.is_fragment(p) or F.ipv6_length(p) > pmtu for p in fits):
         problems.append(f"a {pmtu}-octet Echo Request went as {_sizes(fits)} (fragmented or oversized)")
-    larger = _originate(t, group, LINK_MTU)
+    larger = _originate(t, group, _link_mtu(t))
     over = [F.ipv6_length(p) for p in larger if F.ipv6_length(p) > pmtu]
     if over:
-        problems.append(f"a {LINK_MTU}-octet Echo Request left as packets of {over} octets, above the PMTU {pmtu}")
+        problems.append(f"a {_link_mtu(t)}-octet Echo Request left as packets of {over} octets, above the PMTU {pmtu}")
     how = _sizes(larger) if larger else "refused locally (nothing sent)"
-    return problems, f"{pmtu}: {_sizes(fits) if fits else 'none'}; {LINK_MTU}: {how}"
+    return problems, f"{pmtu}: {_sizes(fits) if fits else 'none'}; {_link_mtu(t)}: {how}"
 
 
 @check(

@@ -176,6 +176,23 @@ def _ra_effects(t, router, prefix, chlim: int, since: float) -> list[str]:
     return seen
 
 
+def _valid_ra_takes_effect(t, router, avoid_hop_limit: int | None) -> tuple[bool, str]:
+    """After a part that requires an RA to be discarded: a valid RA (fresh
+    prefix, new Cur Hop Limit, Router Lifetime 0 so it installs no router)
+    must take effect, or the DUT may simply ignore every RA and the discard
+    proves nothing.  (took effect, what was seen)."""
+    prefix = fresh_prefix(avoid=t.target.link_prefix)
+    chlim = _random_hop_limit(avoid=avoid_hop_limit or 64)
+    since = t.send(router_advertisement(router, router_lifetime=0, cur_hop_limit=chlim,
+                                        prefixes=[prefix_option(prefix, valid=30, preferred=30)]),
+                   label=f"valid RA (Cur Hop Limit {chlim}, prefix {prefix}): its effect is required")
+    effects = _ra_effects(t, router, prefix, chlim, since)
+    if any("no longer answered" in e for e in effects) or not effects:
+        return False, (f"then a valid RA (Cur Hop Limit {chlim}, prefix {prefix}) had no effect either (no DAD "
+                       f"probe, hop limit not applied): the DUT ignores every RA, so the discard proves nothing")
+    return True, f"a valid RA afterwards took effect ({'; '.join(effects)})"
+
+
 def _random_hop_limit(avoid: int = 64) -> int:
     while True:
         h = 100 + secrets.randbelow(150)
@@ -243,8 +260,11 @@ def solicited_ra_stops_solicitations(t):
                            "(it stopped soliciting as if the RA were valid)")
     seen = (f"invalid RA ({_INVALID_RA_PARTS[t.p.how]}); "
             + (f"next RS {later.time - first.time:.3f} s after the first" if later else "no further RS"))
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(
-        f"{seen}; no address from {prefix} and Cur Hop Limit {chlim} not applied")
+    if problems:
+        return t.failed(f"{seen}: {'; '.join(problems)}")
+    took, after = _valid_ra_takes_effect(t, tr1, chlim)
+    seen = f"{seen}; no address from {prefix} and Cur Hop Limit {chlim} not applied"
+    return t.passed(f"{seen}; {after}") if took else t.failed(f"{seen}; {after}")
 
 
 @check(
@@ -330,8 +350,10 @@ def invalid_ra_is_ignored(t):
         return t.failed(f"the DUT processed the invalid RA ({_INVALID_RA_PARTS[t.p.how]}): {'; '.join(effects)}")
     if not t.alive(method="echo"):
         return t.failed("no effect of the RA, but the DUT stopped answering afterwards")
-    return t.passed(f"no DAD probe in {prefix} within {dad_window(t):g} s and its Echo Replies kept hop limit "
-                    f"{before} (the RA said {chlim}); the DUT still answers")
+    took, after = _valid_ra_takes_effect(t, tr1, chlim)
+    seen = (f"no DAD probe in {prefix} within {dad_window(t):g} s and its Echo Replies kept hop limit {before} "
+            f"(the invalid RA said {chlim})")
+    return t.passed(f"{seen}; {after}") if took else t.failed(f"{seen}; {after}")
 
 
 @check(
@@ -819,7 +841,9 @@ def _fragmented_ra(t, atomic: bool):
         return t.failed(f"the DUT processed the fragmented RA: {'; '.join(effects)}")
     if not t.alive(method="echo"):
         return t.failed("no effect of the RA, but the DUT stopped answering afterwards")
-    return t.passed(f"no DAD probe in {prefix} and hop limit still {before} (the RA said {chlim})")
+    took, after = _valid_ra_takes_effect(t, tr1, chlim)
+    seen = f"no DAD probe in {prefix} and hop limit still {before} (the fragmented RA said {chlim})"
+    return t.passed(f"{seen}; {after}") if took else t.failed(f"{seen}; {after}")
 
 
 @check(

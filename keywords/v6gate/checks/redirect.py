@@ -19,13 +19,13 @@ from scapy.layers.inet6 import (
     IPv6,
 )
 from scapy.layers.l2 import Ether
-from scapy.packet import Padding
 
 from ..core.check import Part, check
 from ..core.context import NotApplicable
 from ..net import nce
 from ..net import packets as P
 from ..net.firsthop import FirstHop
+from ..net.mutate import break_one
 from ..net.nce import Deviation, Expect, Neighbour, judged
 from ..net.nd import fresh_prefix, prefix_option
 from ..net.redirect import oversized_redirected, redirect, unrecognized_option, zero_length_option
@@ -88,6 +88,21 @@ class RedirectBench:
             where = "nowhere" if answer.mac is None else f"to {self.fh.names.get(answer.mac, answer.mac)}"
             return [f"the answer to {src} went {where}, not to {node.name} ({node.mac})"], seen
         return [], seen
+
+
+    def discard_then_valid(self, problems, seen):
+        """No vacuous PASS: once an invalid Redirect was discarded, a valid
+        one (TR1: TN1 is on-link, with TN1's TLLA) must be followed, or the
+        DUT may ignore every Redirect and the discard proves nothing."""
+        if problems:
+            return problems, seen
+        self.t.send(self.redirect(target=self.tn1.offlink, tlla=self.tn1.mac),
+                    label="valid Redirect from TR1: TN1 is on-link (its effect is required)")
+        after, how = self.answer_via(self.tn1)
+        if after:
+            return ([f"then a valid Redirect (TN1 on-link) was not followed either ({after[0]}): the DUT ignores "
+                     f"every Redirect, so the discard proves nothing"], f"{seen}; after a valid Redirect: {how}")
+        return [], f"{seen}; a valid Redirect afterwards was followed ({how})"
 
 
 def _verdict(t, problems, seen):
@@ -356,12 +371,8 @@ def _invalid_redirect(b: RedirectBench, how: str, *, target: str, tlla: str, des
         return b.redirect(target=target, tlla=tlla, destination=dest, src=b.tr1.global_addr)
     if how == "not_first_hop":
         return b.redirect(target=target, tlla=tlla, destination=dest, sender=other_router)
-    if how == "hop_limit_254":
-        return b.redirect(target=target, tlla=tlla, destination=dest, hlim=254)
-    if how == "code_1":
-        return b.redirect(target=target, tlla=tlla, destination=dest, code=1)
-    if how == "bad_checksum":
-        return P.with_bad_checksum(b.redirect(target=target, tlla=tlla, destination=dest), ICMPv6ND_Redirect)
+    if how in ("hop_limit_254", "code_1", "bad_checksum"):
+        return break_one(b.redirect(target=target, tlla=tlla, destination=dest), ICMPv6ND_Redirect, how)
     if how == "multicast_destination":
         return b.redirect(target=target if target != dest else P.ALL_NODES, tlla=tlla, destination=P.ALL_NODES)
     if how == "multicast_target":
@@ -369,11 +380,8 @@ def _invalid_redirect(b: RedirectBench, how: str, *, target: str, tlla: str, des
     if how == "short_length":
         # ICMP length 39 < 40; the rest of the message (last octet of the Destination, TLLA) follows as a
         # link-layer trailer, as a parser that ignores the length would read it
-        full = b.redirect(target=target, tlla=tlla, destination=dest)
-        body = bytes(full[ICMPv6ND_Redirect])
-        pkt = P.icmpv6_from_bytes(full, body[:39])
-        pkt[IPv6].plen = 39
-        return pkt / Padding(load=body[39:])
+        return break_one(b.redirect(target=target, tlla=tlla, destination=dest), ICMPv6ND_Redirect, how, length=39,
+                         trailer="rest")
     if how == "zero_length_option":
         full = b.redirect(target=target, destination=dest)
         return P.icmpv6_from_bytes(full, bytes(full[ICMPv6ND_Redirect]) + zero_length_option()[:2]
@@ -404,7 +412,7 @@ def invalid_on_link_redirect_is_ignored(t):
     b.first_hop()
     t.send(_invalid_redirect(b, t.p.how, target=b.tn1.offlink, tlla=b.tn1.mac, other_router=other),
            label=f"invalid Redirect ({t.p.how}): TN1 is on-link")
-    return _verdict(t, *b.answer_via(b.tr1))
+    return _verdict(t, *b.discard_then_valid(*b.answer_via(b.tr1)))
 
 
 @check(
@@ -428,7 +436,7 @@ def invalid_alternate_router_redirect_is_ignored(t):
     b.first_hop()
     t.send(_invalid_redirect(b, t.p.how, target=b.tr2.link_local, tlla=b.tr2.mac, other_router=other),
            label=f"invalid Redirect ({t.p.how}): use TR2")
-    return _verdict(t, *b.answer_via(b.tr1))
+    return _verdict(t, *b.discard_then_valid(*b.answer_via(b.tr1)))
 
 
 @check(
@@ -451,7 +459,7 @@ def fragmented_redirect_is_ignored(t):
     b.first_hop()
     for frag in nce.fragments(b.redirect(target=b.tr2.link_local, tlla=b.tr2.mac, rh=True), first=32):
         t.send(frag, label="fragment of a Redirect from TR1: use TR2")
-    return _verdict(t, *b.answer_via(b.tr1))
+    return _verdict(t, *b.discard_then_valid(*b.answer_via(b.tr1)))
 
 
 # ================================================================================================
@@ -612,7 +620,7 @@ def invalid_redirect_does_not_update_neighbor_cache(t):
                              other_router=other),
            label=f"invalid Redirect ({t.p.how}): TN2 via TR2, with a TLLA")
     problems, seen = nce.judge_by_echo(nb, Expect("none"))
-    return _verdict(t, problems, f"TR2 had no entry, invalid Redirect sent; then {seen}")
+    return _verdict(t, *b.discard_then_valid(problems, f"TR2 had no entry, invalid Redirect sent; then {seen}"))
 
 
 # ================================================================================================

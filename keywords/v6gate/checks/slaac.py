@@ -592,8 +592,17 @@ def prefix_option_processing(t):
             return t.failed(f"4 s after an RA with {what}: {how} (the link-local address took the option's lifetime)")
     if not t.alive(method="echo"):
         return t.failed(f"RA with {what}: no address formed, but the DUT stopped answering")
-    return t.passed(f"RA with {what}: no DAD probe for an address from it within {t.reply_timeout + 1.0:g} s; "
-                    "the DUT still answers")
+    seen = f"RA with {what}: no DAD probe for an address from it within {t.reply_timeout + 1.0:g} s"
+    # no vacuous PASS: a valid prefix right after must form an address, or the DUT may ignore every RA
+    valid = fresh_prefix(avoid=t.target.link_prefix)
+    since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(valid, valid=30, preferred=30)]),
+                   label=f"RA with a valid prefix {valid} (an address from it is required)")
+    t.wait(t.reply_timeout + 1.0)
+    got = _probes_in(t, ipaddress.IPv6Network(valid), since)
+    if not got:
+        return t.failed(f"{seen}; then a valid prefix {valid} formed no address either (no DAD probe within "
+                        f"{t.reply_timeout + 1.0:g} s): the DUT ignores every RA, so the discard proves nothing")
+    return t.passed(f"{seen}; a valid prefix right after formed {sorted(got)}")
 
 
 @check(

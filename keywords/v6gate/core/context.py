@@ -116,6 +116,7 @@ class CheckContext:
         self.measurements: dict = {}
         self.nodes: dict[str, EmulatedNode] = {}
         self._deferred: list = []
+        self.cleanup_errors: list[str] = []  # exceptions of deferred cleanups (logged into the result)
         self.t0 = port.now()
 
     # -- emulated nodes ---------------------------------------------------------
@@ -152,8 +153,9 @@ class CheckContext:
             fn = self._deferred.pop()
             try:
                 fn()
-            except Exception:  # a helper's cleanup must not turn the verdict into a harness error
-                pass
+            except Exception as exc:  # a helper's cleanup must not turn the verdict into a harness error, but
+                # it is logged into the result: a cleanup that failed may leave state behind on the DUT
+                self.cleanup_errors.append(f"{getattr(fn, '__qualname__', repr(fn))}: {type(exc).__name__}: {exc}")
 
     # -- timeline ---------------------------------------------------------------
     def note(self, msg: str) -> None:

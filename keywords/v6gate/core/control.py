@@ -4,6 +4,7 @@ checks (TAHI's per-OS remote scripts are the precedent).
 * ``netns``: the lab's Linux DUT (reset = rebuild its namespace).
 * ``ssh``: a real device; every action is a command template from the target
   file, so nothing here assumes what runs on the device.
+* ``manual``: an operator does what the run asks (core/manual.py).
 * ``none``: nothing can be controlled; checks that need control are SKIPped
   with a reason saying which field would enable them.
 
@@ -256,4 +257,8 @@ def control_for(target, lab=None) -> Control:
         return NetnsControl(lab, target.control["netns"], target.control.get("interface", "eth0"))
     if adapter == "ssh":
         return SshControl(target.control["ssh"], target.control.get("interface", ""))
+    if adapter == "manual":
+        from .manual import ManualControl
+
+        return ManualControl(target.control.get("manual") or {}, target.control.get("interface", ""))
     return NoControl()

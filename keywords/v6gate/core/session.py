@@ -207,12 +207,21 @@ class Session:
         lab.ensure_services(set(c.lab_services))
         fault = get_fault(fault_name) if fault_name else None
         if lab.external_dut:
+            # the lab cannot rebuild a DUT it does not manage: a check that needs a fresh DUT resets it through the
+            # target's control adapter, or SKIPs with the adapter's reason (NotSupported)
+            if "reset" in c.needs:
+                self.control.reset()
             return None
         if "no_reset" in c.needs and not fault and not lab.dut_faulted and lab.dut_config == c.dut_config:
             return None
         lab.reset_dut(boot_sysctl=fault.boot_sysctl if fault else None, wait=False, config=c.dut_config)
         try:
-            lab.wait_dut_ready(timeout=self.target.timing["ready_timeout_s"] if not fault else 3.0)
+            # the same ready timeout under a fault as when healthy, unless the fault declares its own (a fault
+            # that keeps the DUT from finishing its start-up, where waiting is pointless)
+            ready = self.target.timing["ready_timeout_s"]
+            if fault and fault.ready_timeout_s is not None:
+                ready = fault.ready_timeout_s
+            lab.wait_dut_ready(timeout=ready)
         except BenchError:
             if not fault:
                 raise
@@ -297,6 +306,7 @@ class Session:
                 if ctx:
                     ctx.cleanup()
                 if self._applied:
+                    evidence["fault_counters"] = self._applied.counters(self.lab.dut_ns if self.lab else None)
                     self._applied.remove()
                 self._applied = None
                 self._fault = None
@@ -317,6 +327,9 @@ class Session:
             reason = outcome.seen + where
         if waived:
             reason += f" — waived: {waiver.reason}"
+        expired = self.target.expired_waiver_for(c.id, part.letter)
+        if expired is not None and outcome.verdict == Verdict.FAIL:
+            reason += f" — the waiver for it expired on {expired.expires} ({expired.source}): no longer waived"
         timeline = [f"+{t:.3f}s {m}" for t, m in (ctx.timeline if ctx else [])]
         measurements = {**(ctx.measurements if ctx else {}), **outcome.measurements}
         return Result(
@@ -326,4 +339,16 @@ class Session:
             profile=c.profile_of(part), capabilities=list(c.capabilities_of(part)), waived=waived,
             waiver=waiver.as_dict() if waiver else None, fault=fault, setup=setup, target=self.target.name,
             worker=self.worker, measurements=measurements, timeline=timeline,
+            cleanup_errors=list(ctx.cleanup_errors) if ctx else [], fail_side_proven_against=_simulated(c, part),
         )
+
+
+def _simulated(c: Check, part: Part) -> str | None:
+    """'simulated peer: ...' when the part's FAIL side is proven only against
+    the project's own simulated peer (controls), else None."""
+    name = c.fault_of(part)
+    try:
+        why = get_fault(name).simulated_peer if name else None
+    except V6GateError:
+        return None
+    return f"simulated peer: {why}" if why else None

@@ -55,6 +55,8 @@ class Result:
     worker: str | None = None
     measurements: dict = field(default_factory=dict)
     timeline: list = field(default_factory=list)
+    cleanup_errors: list = field(default_factory=list)
+    fail_side_proven_against: str | None = None
 
     @property
     def key(self) -> str:

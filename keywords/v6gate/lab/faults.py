@@ -24,16 +24,29 @@ and {lab_dir} (the lab's work directory, where its daemons keep their files).
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import yamlfile
-from ..errors import LabError, UsageError
+from ..errors import LabError, UsageError, V6GateError
 from ..paths import FIXTURES
 from ..util.proc import need, run
 
 FAULT_DIR = FIXTURES / "faults"
 MECHANISMS = ("nft", "sysctl", "boot_sysctl", "tc", "switch_tc", "commands", "impostor", "repair")
+# What a control's FAIL must show to be the fault's FAIL (tests/lab/test_controls.py): ``fails_with``, a
+# regular expression searched (case-insensitive) in what the check saw and its problems; and/or ``counter``,
+# one of COUNTERS that must have moved during the check (the fault visibly acted on the DUT's traffic).
+PROOF_KEYS = ("fails_with", "counter")
+# ``ready_timeout_s``: how long the harness waits for the DUT to come up under this fault (default: the target's
+# timing.ready_timeout_s, as when healthy); set it for a fault that keeps the DUT from finishing its start-up.
+OTHER_KEYS = ("ready_timeout_s",)
+COUNTERS = ("impostor_answered", "repair_rewrote", "nft_matched")
+# Impostor rules that replace the DUT's own protocol engine by the project's simulated one: a FAIL under
+# such a fault proves the check against that simulated peer, not against a real stack's misbehaviour.
+SIMULATED_PEERS = {"dhcpv6_client": "the project's simulated DHCPv6 client (impostor) stands in for the DUT's"}
 
 
 @dataclass
@@ -49,6 +62,29 @@ class Fault:
     commands: list = field(default_factory=list)
     impostor: dict | None = None
     repair: dict | None = None
+    fails_with: str | None = None
+    counter: str | None = None
+    ready_timeout_s: float | None = None
+    spec: dict = field(default_factory=dict)  # the definition as written (hashed into controls' proofs)
+
+    @property
+    def simulated_peer(self) -> str | None:
+        """Why the FAIL side is proven only against a simulated peer, or None."""
+        return SIMULATED_PEERS.get((self.impostor or {}).get("rule"))
+
+    def proves(self, seen: str, problems=(), counters: dict | None = None) -> str | None:
+        """None when a FAIL whose observation is ``seen`` (and ``problems``)
+        is the one this fault causes; else why it is not (for controls)."""
+        text = " | ".join([seen or "", *problems])
+        if text.lstrip().lower().startswith("setup:"):
+            return f"a setup step failed, not the clause under test ({text[:120]})"
+        if self.fails_with is None and self.counter is None:
+            return "the fault declares neither fails_with nor counter: the FAIL's reason is unchecked"
+        if self.fails_with is not None and not re.search(self.fails_with, text, re.IGNORECASE | re.DOTALL):
+            return f"the FAIL does not say /{self.fails_with}/ (it says: {text[:160]})"
+        if self.counter is not None and not (counters or {}).get(self.counter):
+            return f"the fault's counter {self.counter} did not move (counters: {counters or {}})"
+        return None
 
     def describe(self) -> str:
         return f"{self.name}: {self.reason}"
@@ -69,16 +105,26 @@ def load_faults(directory: Path = FAULT_DIR) -> dict[str, Fault]:
                 raise UsageError(f"{path}: fault {name!r} is already defined in {out[name].source}")
             if not isinstance(spec, dict) or not spec.get("reason"):
                 raise UsageError(f"{path}: fault {name!r} needs a 'reason'")
-            unknown = set(spec) - {"reason", *MECHANISMS}
+            unknown = set(spec) - {"reason", *MECHANISMS, *PROOF_KEYS, *OTHER_KEYS}
             if unknown:
-                raise UsageError(f"{path}: fault {name!r} has unknown keys {sorted(unknown)}; use {MECHANISMS}")
+                raise UsageError(f"{path}: fault {name!r} has unknown keys {sorted(unknown)}; use {MECHANISMS} "
+                                 f"or {PROOF_KEYS}")
+            if spec.get("counter") is not None and spec["counter"] not in COUNTERS:
+                raise UsageError(f"{path}: fault {name!r}: counter {spec['counter']!r} is not one of {COUNTERS}")
+            if spec.get("fails_with") is not None:
+                try:
+                    re.compile(spec["fails_with"])
+                except re.error as exc:
+                    raise UsageError(f"{path}: fault {name!r}: fails_with is not a regular expression: {exc}") from None
             if not any(k in spec for k in MECHANISMS):
                 raise UsageError(f"{path}: fault {name!r} has no mechanism; use one of {MECHANISMS}")
             out[name] = Fault(name=name, reason=spec["reason"], source=str(path), nft=spec.get("nft"),
                               sysctl=dict(spec.get("sysctl") or {}), boot_sysctl=dict(spec.get("boot_sysctl") or {}),
                               tc=list(spec.get("tc") or []), switch_tc=list(spec.get("switch_tc") or []),
                               commands=list(spec.get("commands") or []), impostor=spec.get("impostor"),
-                              repair=spec.get("repair"))
+                              repair=spec.get("repair"), fails_with=spec.get("fails_with"),
+                              counter=spec.get("counter"), spec=dict(spec),
+                              ready_timeout_s=float(spec["ready_timeout_s"]) if spec.get("ready_timeout_s") else None)
     if directory == FAULT_DIR:
         _CATALOGUE = out
     return out
@@ -100,6 +146,19 @@ class AppliedFault:
         self.impostor = impostor
         self.repairer = repairer
 
+    def counters(self, ns: str | None = None) -> dict:
+        """What the fault did so far: frames its impostor sent, packets its
+        repairer rewrote, packets its nft rules with a ``counter`` matched."""
+        out = {}
+        if self.impostor is not None:
+            out["impostor_answered"] = self.impostor.answers
+        if self.repairer is not None:
+            out["repair_rewrote"] = self.repairer.repaired
+            out["repair_errors"] = self.repairer.errors
+        if self.fault.nft and "counter" in self.fault.nft and ns:
+            out["nft_matched"] = nft_counter_packets(ns)
+        return out
+
     def remove(self) -> None:
         if self.impostor is not None:
             self.impostor.stop()
@@ -107,6 +166,25 @@ class AppliedFault:
         if self.repairer is not None:
             self.repairer.stop()
             self.repairer = None
+
+
+def nft_counter_packets(ns: str) -> int | None:
+    """Packets counted by the ``counter`` statements of the fault's tables
+    (named v6gate_fault, any family) in namespace ``ns``."""
+    try:
+        out = run(["nft", "-j", "list", "ruleset"], ns=ns, what="read the fault's nft counters")
+        doc = json.loads(out.stdout)
+    except (V6GateError, ValueError, OSError):
+        return None
+    total = 0
+    for item in doc.get("nftables", []):
+        rule = item.get("rule")
+        if not rule or rule.get("table") != "v6gate_fault":
+            continue
+        for stmt in rule.get("expr", []):
+            if "counter" in stmt:
+                total += int(stmt["counter"].get("packets", 0))
+    return total
 
 
 def _fmt(text: str, values: dict) -> str:

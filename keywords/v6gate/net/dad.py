@@ -10,6 +10,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
 from . import packets as P
+from .mutate import MUTATIONS, break_one
 from .nd import ND_HOP_LIMIT
 from .nodes import EmulatedNode
 
@@ -29,17 +30,15 @@ def dad_ns(node: EmulatedNode, target: str, dut_mac: str, how: str = "valid") ->
     mac = dut_mac if how == "dst_tentative" else P.multicast_mac(dst)
     tgt = P.solicited_node(target) if how == "target_multicast" else target
     ns = (Ether(src=node.mac, dst=mac) / IPv6(src=P.UNSPECIFIED, dst=dst, hlim=ND_HOP_LIMIT)
-          / ICMPv6ND_NS(tgt=tgt, code=1 if how == "code_1" else 0, res=0xFFFFFFFF if how == "reserved_set" else 0))
-    if how == "hop_limit_254":
-        ns[IPv6].hlim = 254
-    elif how == "with_sllao":
+          / ICMPv6ND_NS(tgt=tgt, res=0xFFFFFFFF if how == "reserved_set" else 0))
+    if how == "with_sllao":
         ns = ns / ICMPv6NDOptSrcLLAddr(lladdr=node.mac)
     elif how == "with_tllao":
         ns = ns / ICMPv6NDOptDstLLAddr(lladdr=node.mac)
-    elif how == "bad_checksum":
-        ns = P.with_bad_checksum(ns, ICMPv6ND_NS)
     elif how == "short_length":
         return short_message(ns, ICMPv6ND_NS)
+    elif how in MUTATIONS:
+        ns = break_one(ns, ICMPv6ND_NS, how)
     return ns
 
 
@@ -53,20 +52,14 @@ def dad_na(node: EmulatedNode, target: str, how: str = "valid") -> Packet | byte
     na = (Ether(src=node.mac, dst=P.multicast_mac(P.ALL_NODES))
           / IPv6(src=node.link_local, dst=P.ALL_NODES, hlim=ND_HOP_LIMIT)
           / ICMPv6ND_NA(R=0, S=1 if how == "solicited_set" else 0, O=1, tgt=tgt,
-                        code=1 if how == "code_1" else 0, res=0x1FFFFFFF if how == "reserved_set" else 0))
+                        res=0x1FFFFFFF if how == "reserved_set" else 0))
     if how == "with_sllao":
         na = na / ICMPv6NDOptSrcLLAddr(lladdr=node.mac)
-    na = na / ICMPv6NDOptDstLLAddr(lladdr=node.mac)
-    if how == "hop_limit_254":
-        na[IPv6].hlim = 254
-    elif how == "bad_checksum":
-        na = P.with_bad_checksum(na, ICMPv6ND_NA)
-    elif how == "zero_length_option":
-        body = bytearray(bytes(na[ICMPv6ND_NA]))
-        body[24 + 1] = 0  # the Target Link-Layer Address option's length octet
-        na = P.icmpv6_from_bytes(na, bytes(body))
-    elif how == "short_length":
+    na = na / ICMPv6NDOptDstLLAddr(lladdr=node.mac)  # the zero_length_option mutation zeroes its length octet
+    if how == "short_length":
         return short_message(na, ICMPv6ND_NA)
+    if how in MUTATIONS:
+        na = break_one(na, ICMPv6ND_NA, how)
     return na
 
 
@@ -76,8 +69,5 @@ def short_message(frame: Packet, layer) -> bytes:
     The 4 octets cut off the Target Address follow as link-layer padding,
     beyond the IPv6 Payload Length: a receiver that trusts the frame rather
     than the IP length would read the whole target."""
-    full = bytes(frame[layer])
-    short = P.icmpv6_from_bytes(frame, full[:20])
-    short[IPv6].plen = 20
-    return bytes(short) + full[20:24]
+    return bytes(break_one(frame, layer, "short_length", length=20, trailer=4))
 

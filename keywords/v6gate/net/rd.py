@@ -23,6 +23,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
 from . import packets as P
+from .mutate import break_one
 from .nd import ND_HOP_LIMIT, router_advertisement
 from .nodes import EmulatedNode
 
@@ -66,19 +67,10 @@ def invalid_ra(router: EmulatedNode, how: str, **ra_fields) -> Packet:
     if how == "global_source":
         glob = router.global_addr or P.address_in("2001:db8:ffff::/64", P.random_iid())
         ra[IPv6].src = glob
-    elif how == "hop_limit_254":
-        ra[IPv6].hlim = 254
-    elif how == "bad_checksum":
-        ra = P.with_bad_checksum(ra, ICMPv6ND_RA)
-    elif how == "code_1":
-        ra[ICMPv6ND_RA].code = 1
-    elif how == "short_length":
-        # ICMP length 14 < 16: the fixed part of the RA is cut inside the Retrans Timer field
-        ra = P.icmpv6_from_bytes(ra, bytes(ra[ICMPv6ND_RA])[:14])
-    elif how == "zero_length_option":
-        body = bytearray(bytes(ra[ICMPv6ND_RA]))
-        body[16 + 1] = 0  # the length octet of the first option (the Source Link-Layer Address option)
-        ra = P.icmpv6_from_bytes(ra, bytes(body))
+    else:
+        # short_length: ICMP length 14 < 16, cut inside the Retrans Timer field; zero_length_option: the first
+        # option (the Source Link-Layer Address option)
+        ra = break_one(ra, ICMPv6ND_RA, how, length=14)
     return ra
 
 

@@ -1,11 +1,12 @@
 """Invalid and fragmented Neighbor Advertisements / Solicitations (RFC 4861 §7.1.2, RFC 6980 §5)."""
 
 
-from scapy.layers.inet6 import ICMPv6ND_NA, IPv6
+from scapy.layers.inet6 import ICMPv6ND_NA
 
 from ...core.check import Part, check
 from ...net import nce
 from ...net import packets as P
+from ...net.mutate import break_one
 from ...net.nce import Neighbour, judged
 
 
@@ -14,31 +15,11 @@ def _invalid_na(nb: Neighbour, how: str):
     TLLA) made invalid in one way (RFC 4861 §7.1.2)."""
     if how == "solicited_multicast":
         return nb.na(s=1, o=1, multicast=True)
-    na = nb.na(s=0, o=1, multicast=True)
-    if how == "hop_limit_254":
-        na[IPv6].hlim = 254
-    elif how == "bad_checksum":
-        na = P.with_bad_checksum(na, ICMPv6ND_NA)
-    elif how == "code_1":
-        na[ICMPv6ND_NA].code = 1
-    elif how == "short_length":
-        # ICMP length 20 < 24; the rest of the message follows as link-layer trailer, as a parser that
-        # ignores the length would read it
-        body = bytes(na[ICMPv6ND_NA])
-        na = P.icmpv6_from_bytes(na, body[:20])
-        na[IPv6].plen = 20
-        from scapy.packet import Padding
-
-        na = na / Padding(load=body[20:])
-    elif how == "multicast_target":
-        na = nb.na(s=0, o=1, multicast=True, target=P.ALL_NODES)
-    elif how == "zero_length_option":
-        body = bytearray(bytes(na[ICMPv6ND_NA]))
-        body[24 + 1] = 0  # the TLLA option's length octet
-        na = P.icmpv6_from_bytes(na, bytes(body))
-    else:
-        raise ValueError(how)
-    return na
+    if how == "multicast_target":
+        return nb.na(s=0, o=1, multicast=True, target=P.ALL_NODES)
+    # short_length: ICMP length 20 < 24, the rest of the message following as a link-layer trailer (as a parser
+    # that ignores the length would read it); zero_length_option: the TLLA option's length octet
+    return break_one(nb.na(s=0, o=1, multicast=True), ICMPv6ND_NA, how, length=20, trailer="rest")
 
 
 @check(

@@ -6,6 +6,7 @@ from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, I
 from ...core.check import Part, check
 from ...net import nce
 from ...net import packets as P
+from ...net.mutate import break_one
 from ...net.nce import Expect, Neighbour, judged
 from ...net.nd import ND_HOP_LIMIT, neighbor_solicitation
 
@@ -133,23 +134,10 @@ def _invalid_ns(t, tn1, target: str, how: str):
     if how == "dad_with_sllao":
         ns = neighbor_solicitation(tn1, target, dut_mac=dut_mac, src=P.UNSPECIFIED, sllao=False)
         return ns / ICMPv6NDOptSrcLLAddr(lladdr=tn1.mac)
-    ns = neighbor_solicitation(tn1, target, dut_mac=dut_mac, multicast=False)
-    if how == "hop_limit_254":
-        ns[IPv6].hlim = 254
-    elif how == "bad_checksum":
-        ns = P.with_bad_checksum(ns, ICMPv6ND_NS)
-    elif how == "code_1":
-        ns[ICMPv6ND_NS].code = 1
-    elif how == "short_length":
-        # ICMP length 20 < 24: type, code, checksum, reserved and only 12 octets of the target
-        ns = P.icmpv6_from_bytes(ns, bytes(ns[ICMPv6ND_NS])[:20])
-    elif how == "zero_length_option":
-        body = bytearray(bytes(ns[ICMPv6ND_NS]))
-        body[24 + 1] = 0  # the Source Link-Layer Address option's length octet
-        ns = P.icmpv6_from_bytes(ns, bytes(body))
-    else:
-        raise ValueError(how)
-    return ns
+    # short_length: ICMP length 20 < 24 (type, code, checksum, reserved and only 12 octets of the target);
+    # zero_length_option: the Source Link-Layer Address option's length octet
+    return break_one(neighbor_solicitation(tn1, target, dut_mac=dut_mac, multicast=False), ICMPv6ND_NS, how,
+                     length=20)
 
 
 @check(

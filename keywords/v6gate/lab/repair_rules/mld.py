@@ -87,15 +87,18 @@ def _requery(ip: bytearray, hbh: bytearray, icmp: bytearray) -> bytes:
 
 
 @repair("mld_query_delay")
-def mld_query_delay(packet: bytes, dut: dict, factor: float = 1.0, floor_ms: int = 0, **_):
+def mld_query_delay(packet: bytes, dut: dict, factor: float = 1.0, floor_ms: int = 0, keep_zero: bool = False, **_):
     """A stack that misreads a Query's Maximum Response Delay: multiplied by
     ``factor`` and never below ``floor_ms`` (so it answers late, or keeps a
-    longer running timer)."""
+    longer running timer); ``keep_zero``: a delay of 0 ("respond at once")
+    is still read as 0."""
     parts = _query(packet)
     if parts is None:
         return None
     ip, hbh, icmp = parts
     mrd = struct.unpack("!H", icmp[4:6])[0]
+    if keep_zero and mrd == 0:
+        return None
     new = min(0xFFFF if len(icmp) == 24 else 0x7FFF, max(int(mrd * factor), floor_ms))
     if new == mrd:
         return None

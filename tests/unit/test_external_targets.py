@@ -1,0 +1,81 @@
+"""External DUTs as first-class targets: one worker per DUT, link.mtu drives
+the MTU-dependent checks, and a needs=reset check on an external lab DUT
+resets through the adapter or SKIPs (pure logic)."""
+
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+
+from v6gate.cli import workers_for
+from v6gate.core.context import NotApplicable
+from v6gate.core.control import NotSupported
+from v6gate.paths import FIXTURES
+from v6gate.target import load_target
+
+HOST = textwrap.dedent("""\
+    name: test-host
+    kind: host
+    capabilities: [Core]
+    tester: {interface: enp3s0}
+    dut: {mac: "52:54:00:12:34:56", link_local: eui64}
+    link: {prefix: "2001:db8:1::/64", mtu: MTU}
+    control: {adapter: none}
+""")
+
+
+def _target(tmp_path, mtu=1500):
+    p = tmp_path / "t.yaml"
+    p.write_text(HOST.replace("MTU", str(mtu)))
+    return load_target(p)
+
+
+def test_one_external_dut_gets_one_worker(tmp_path):
+    n, why = workers_for(_target(tmp_path), 4)
+    assert n == 1 and "one worker at a time" in why
+    assert workers_for(_target(tmp_path), 1) == (1, None)
+    assert workers_for(load_target(FIXTURES / "targets" / "lab.yaml"), 4) == (4, None)
+    assert workers_for(None, 4) == (4, None)
+    assert workers_for(load_target(FIXTURES / "targets" / "example-tap.yaml"), 4)[0] == 1  # one DUT on the lab's TAP
+
+
+def test_link_mtu_drives_the_pmtu_checks(tmp_path):
+    from v6gate.checks.pmtu import _link_mtu
+
+    assert _link_mtu(SimpleNamespace(target=_target(tmp_path, 9000))) == 9000
+    assert _link_mtu(SimpleNamespace(target=_target(tmp_path, 1500))) == 1500
+    with pytest.raises(NotApplicable, match="link MTU is 1280"):
+        _link_mtu(SimpleNamespace(target=_target(tmp_path, 1280)))
+
+
+def test_external_lab_dut_resets_through_the_adapter_or_skips():
+    from v6gate.core.check import load_all
+    from v6gate.core.session import Session
+
+    c = next(c for c in load_all().values() if "reset" in c.needs)
+    calls = []
+
+    class Lab:
+        external_dut = True
+
+        def set_router_advertising(self, on):
+            pass
+
+        def ensure_services(self, names):
+            pass
+
+    class Resets:
+        def reset(self):
+            calls.append("reset")
+            return 0.0
+
+    class Cannot:
+        def reset(self):
+            raise NotSupported("the DUT cannot be reset: control adapter 'none'")
+
+    s = Session.__new__(Session)
+    s.lab, s.control = Lab(), Resets()
+    assert s._prepare_lab(c, None) is None and calls == ["reset"]
+    s.control = Cannot()
+    with pytest.raises(NotSupported, match="cannot be reset"):
+        s._prepare_lab(c, None)
