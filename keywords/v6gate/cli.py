@@ -109,13 +109,15 @@ def cmd_run(args) -> int:
     c = s["counts"]
     print(f"v6gate: PASS {c['PASS']}  FAIL {c['FAIL']} ({len(s['waived'])} waived, {len(s['new_failures'])} new)  "
           f"SKIP {c['SKIP']}  ERROR {c['ERROR']}  INCONCLUSIVE {c['INCONCLUSIVE']}  "
-          f"in {time.monotonic() - t0:.1f} s")
+          f"NOT_JUDGED {c.get('NOT_JUDGED', 0)}  in {time.monotonic() - t0:.1f} s")
     for key in s["new_failures"]:
         print(f"  new FAIL: {key}")
     for key in s["fixed"]:
         print(f"  fixed:    {key} (waived or baseline FAIL now PASSes)")
     for key in s["errors"]:
         print(f"  ERROR:    {key}")
+    for judged_by, keys in s.get("not_judged_by", {}).items():
+        print(f"  not judged (precondition failed, see {judged_by.rstrip('#')}): {', '.join(keys)}")
     print(f"v6gate: report {paths['html']}\n        results {paths['results']}\n        junit {paths['junit']}")
     if interrupted:
         print("v6gate: interrupted; the reports hold what finished", file=sys.stderr)

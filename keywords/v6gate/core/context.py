@@ -7,7 +7,15 @@ helpers:
 * ``t.expect_reply(probe, match, what=...)``  -> the matching frame or None
 * ``t.expect_silence(probe, match, what=...)`` -> PASS only if nothing
   matching arrived *and* the DUT is still alive afterwards
-* ``t.passed(seen)`` / ``t.failed(seen)`` with what was observed.
+* ``t.conclude(seen, problems)``: FAIL listing the problems (each problem
+  first: "hop limit 254, not 255"), else PASS with what was observed;
+  ``t.passed(seen)`` / ``t.failed(seen, problems)`` where the verdict is plain.
+* ``t.not_judged(name, judged_by, detail)``: the DUT did not reach what the
+  check presupposes (verdict NOT_JUDGED; the check ``judged_by`` judges it).
+
+When an expected answer does not come, ``expect_reply`` keeps what the DUT
+did send in the window (``t.dut_sent``, decoded, with times); a FAIL or
+NOT_JUDGED carries it into the result.
 
 Anything the bench cannot do raises ``BenchError`` (verdict ERROR) or
 ``NotApplicable`` / ``NotSupported`` (verdict SKIP with the reason).
@@ -23,13 +31,14 @@ from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLA
 from scapy.packet import Packet
 
 from ..errors import BenchError
+from ..net import decode
 from ..net import match as M
 from ..net import packets as P
 from ..net.nodes import EmulatedNode
 from ..net.port import Frame, Port
 from .check import Check, Part
 from .control import Control, NotSupported
-from .verdict import Outcome, Verdict
+from .verdict import NotJudged, Outcome, Verdict
 
 
 class NotApplicable(Exception):
@@ -116,6 +125,7 @@ class CheckContext:
         self.measurements: dict = {}
         self.nodes: dict[str, EmulatedNode] = {}
         self._deferred: list = []
+        self.dut_sent: list[str] = []
         self.t0 = port.now()
 
     # -- emulated nodes ---------------------------------------------------------
@@ -196,9 +206,28 @@ class CheckContext:
         frame = self.port.expect(m, within if within is not None else self.reply_timeout, since=since)
         if frame is None:
             self.note(f"no {what} within {within if within is not None else self.reply_timeout:g} s")
+            self.record_dut_sent(since, what=what, invoking=[bytes(p[IPv6]) for p in probes
+                                                            if isinstance(p, Packet) and IPv6 in p])
         else:
             self.note(f"received {what}: {frame.summary()} (+{frame.time - since:.3f} s)")
         return frame
+
+    def names(self) -> decode.Names:
+        """Addresses named after the check's emulated nodes (and the DUT's own)."""
+        return decode.Names(self.nodes, {"DUT": self.dut.link_local})
+
+    def record_dut_sent(self, since: float, *, what: str = "answer", invoking=None, until: float | None = None,
+                        exclude: M.Matcher | None = None) -> list[str]:
+        """Keep (and return) what the DUT sent from ``since`` on, decoded,
+        when the expected ``what`` did not come; the result lists it."""
+        frames = [f for f in self.port.frames_since(since, M.from_mac(self.dut.mac))
+                  if (until is None or f.time <= until) and not (exclude and exclude(f.pkt))]
+        sent = decode.window(frames, since, self.names(), invoking or None)
+        self.note(f"awaiting {what}, the DUT sent: {', '.join(sent) if sent else 'nothing'}")
+        for line in sent:
+            if line not in self.dut_sent:
+                self.dut_sent.append(line)
+        return sent
 
     def collect(self, match: M.Matcher, within: float, since: float | None = None, any_source=False) -> list[Frame]:
         m = match if any_source else self.from_dut(match)
@@ -262,9 +291,25 @@ class CheckContext:
         self.measurements.update(measurements)
         return Outcome(Verdict.PASS, seen)
 
-    def failed(self, seen: str, **measurements) -> Outcome:
+    def failed(self, seen: str, problems: list[str] | None = None, **measurements) -> Outcome:
         self.measurements.update(measurements)
-        return Outcome(Verdict.FAIL, seen)
+        return Outcome(Verdict.FAIL, seen, problems=_unique(problems or []), dut_sent=list(self.dut_sent))
+
+    def conclude(self, seen: str, problems: list[str], *, passed: str | None = None, **measurements) -> Outcome:
+        """The verdict tail of a check: FAIL with ``problems`` (kept as a
+        list; the reason leads with them), else PASS with ``passed`` (default
+        ``seen``)."""
+        problems = _unique(problems)
+        if problems:
+            return self.failed(seen, problems, **measurements)
+        return self.passed(seen if passed is None else passed, **measurements)
+
+    def not_judged(self, name: str, judged_by: str, detail: str) -> NotJudged:
+        """The DUT did not reach precondition ``name`` (e.g. ``nce:TN1``):
+        raise the returned exception (verdict NOT_JUDGED); ``judged_by`` is
+        the check (``id#part``) whose verdict judges that behaviour."""
+        self.note(f"precondition {name} not reached: {detail}")
+        return NotJudged(name, judged_by, detail, dut_sent=list(self.dut_sent))
 
     def inconclusive(self, seen: str, **measurements) -> Outcome:
         self.measurements.update(measurements)
@@ -272,6 +317,10 @@ class CheckContext:
 
     def verdict(self, ok: bool, seen: str) -> Outcome:
         return self.passed(seen) if ok else self.failed(seen)
+
+
+def _unique(problems) -> list[str]:
+    return list(dict.fromkeys(str(p) for p in problems if p))
 
 
 def _summary(pkt) -> str:

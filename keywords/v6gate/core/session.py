@@ -27,7 +27,7 @@ from ..target import Target, load_target
 from .check import NEEDS, Check, Part
 from .context import CheckContext, DutView, NotApplicable
 from .control import NotSupported, control_for
-from .verdict import Outcome, Result, Verdict
+from .verdict import NotJudged, Outcome, Result, Verdict, reason_for
 
 LAB_TARGET = "fixtures/targets/lab.yaml"
 
@@ -281,6 +281,8 @@ class Session:
                     raise TypeError(f"check {c.id} returned {type(outcome).__name__}, not an Outcome")
             except (NotApplicable, NotSupported) as exc:
                 outcome = Outcome(Verdict.SKIP, str(exc))
+            except NotJudged as exc:
+                outcome = exc.outcome()
             except BenchError as exc:
                 outcome = Outcome(Verdict.ERROR, f"bench error: {exc}")
             except KeyboardInterrupt:
@@ -311,10 +313,7 @@ class Session:
         waived = outcome.verdict == Verdict.FAIL and waiver is not None and not fault
         exp = outcome.expected or expected
         where = f" (pcap: {evidence['pcap']})" if evidence.get("pcap") else ""
-        if outcome.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE):
-            reason = f"expected {exp}; seen {outcome.seen}{where}"
-        else:
-            reason = outcome.seen + where
+        reason = reason_for(outcome, exp, where)
         if waived:
             reason += f" — waived: {waiver.reason}"
         timeline = [f"+{t:.3f}s {m}" for t, m in (ctx.timeline if ctx else [])]
@@ -326,4 +325,5 @@ class Session:
             profile=c.profile_of(part), capabilities=list(c.capabilities_of(part)), waived=waived,
             waiver=waiver.as_dict() if waiver else None, fault=fault, setup=setup, target=self.target.name,
             worker=self.worker, measurements=measurements, timeline=timeline,
+            problems=list(outcome.problems), dut_sent=list(outcome.dut_sent), precondition=outcome.precondition,
         )

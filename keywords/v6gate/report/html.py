@@ -15,7 +15,7 @@ from string import Template
 from ..paths import REPORTS, ROOT
 
 TEMPLATE = REPORTS / "templates" / "report.html"
-VERDICTS = ("PASS", "FAIL", "SKIP", "ERROR", "INCONCLUSIVE")
+VERDICTS = ("PASS", "FAIL", "SKIP", "ERROR", "INCONCLUSIVE", "NOT_JUDGED")
 
 #: kind -> function(check_dict, report_dir) returning extra HTML for that check
 RENDERERS: dict[str, Callable[[dict, Path], str]] = {}
@@ -46,15 +46,20 @@ def _verdict_cell(c: dict) -> str:
 def write_html(doc: dict, path: Path, report_dir: Path) -> None:
     s = doc["summary"]
     run = doc["run"]
-    counts = " ".join(f'<span class="v {v.lower()}">{v} {s["counts"][v]}</span>' for v in VERDICTS)
+    counts = " ".join(f'<span class="v {v.lower()}">{v} {s["counts"].get(v, 0)}</span>' for v in VERDICTS)
     area_rows = "".join(
         f"<tr><td>{_e(a)}</td>" + "".join(f"<td>{n.get(v, 0) or ''}</td>" for v in VERDICTS) + "</tr>"
         for a, n in s["by_area"].items())
     lists = []
     for key, title in (("new_failures", "New failures"), ("errors", "Bench errors"), ("inconclusive", "Inconclusive"),
+                       ("not_judged", "Not judged (a precondition failed; see the check that judges it)"),
                        ("fixed", "Fixed (waived or baseline failure that now passes)"),
                        ("waived", "Waived failures"), ("missing", "Selected but not run")):
-        if s.get(key):
+        if key == "not_judged" and s.get("not_judged_by"):
+            groups = "".join(f"<p class=keys>see {_e(by.rstrip('#'))}: {', '.join(_e(k) for k in keys)}</p>"
+                             for by, keys in s["not_judged_by"].items())
+            lists.append(f"<h3>{_e(title)} ({len(s[key])})</h3>{groups}")
+        elif s.get(key):
             lists.append(f"<h3>{_e(title)} ({len(s[key])})</h3><p class=keys>{', '.join(_e(k) for k in s[key])}</p>")
     rows = []
     for c in doc["checks"]:

@@ -1,0 +1,126 @@
+"""The outcome model: NOT_JUDGED, problems, dut_sent and precondition, from
+the check's Outcome to the summary, exit code, results.json, JUnit and the
+pytest plugin; reasons lead with the problem; what the DUT sent is decoded
+(including an error that quotes the invoking packet from the wrong header)."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import jsonschema
+from scapy.layers.inet6 import (
+    ICMPv6EchoRequest,
+    ICMPv6ND_NS,
+    ICMPv6ParamProblem,
+    IPv6,
+    IPv6ExtHdrDestOpt,
+    PadN,
+)
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from v6gate.core.verdict import NotJudged, Outcome, Result, Verdict, reason_for
+from v6gate.net import decode, icmperr
+from v6gate.report.junit import write_junit
+from v6gate.report.results import EXIT_BENCH, EXIT_FAIL, EXIT_OK, SCHEMA, build_document, summarize
+
+DUT, TN1 = "fe80::200:ff:fe00:1", "fe80::1:2"
+PRE = {"name": "nce:TN1", "judged_by": "nd.packets_wait_for_address_resolution#", "detail": "no NA"}
+
+
+def res(part="A", verdict="PASS", **kw):
+    return Result(id="icmpv6.echo_request_is_answered", part=part, title="t", area="icmpv6", ipv6ready="v6LC.5.1.2",
+                  rfc="RFC 4443 §4.2", verdict=verdict, reason="r", expected="x", seen="y",
+                  evidence={"pcap": "/tmp/p.pcapng"}, duration_s=0.1, started="2026-01-01T00:00:00Z", **kw)
+
+
+def test_not_judged_alone_is_exit_3_and_listed_under_its_judge():
+    s = summarize([res(), res(part="B", verdict="NOT_JUDGED", precondition=PRE)])
+    assert s["exit_code"] == EXIT_BENCH
+    assert s["counts"]["NOT_JUDGED"] == 1
+    assert s["not_judged"] == ["icmpv6.echo_request_is_answered#B"]
+    assert s["not_judged_by"] == {"nd.packets_wait_for_address_resolution#": ["icmpv6.echo_request_is_answered#B"]}
+
+
+def test_a_new_fail_outranks_not_judged():
+    s = summarize([res(verdict="FAIL"), res(part="B", verdict="NOT_JUDGED", precondition=PRE)])
+    assert s["exit_code"] == EXIT_FAIL
+
+
+def test_pass_and_skip_only_is_still_exit_0():
+    assert summarize([res(), res(part="B", verdict="SKIP")])["exit_code"] == EXIT_OK
+
+
+def test_reason_leads_with_the_problems_and_lists_what_the_dut_sent():
+    o = Outcome(Verdict.FAIL, "Echo Reply from X", problems=["hop limit 254, not 255", "data differs"],
+                dut_sent=["NS for TN1 at +0.010 s"])
+    r = reason_for(o, "an Echo Reply", " (pcap: p)")
+    assert r.startswith("hop limit 254, not 255; data differs — expected an Echo Reply; seen Echo Reply from X")
+    assert "the DUT sent: NS for TN1 at +0.010 s" in r and r.endswith("(pcap: p)")
+    assert reason_for(Outcome(Verdict.PASS, "ok"), "x") == "expected x; seen ok"
+
+
+def test_not_judged_reason_names_the_precondition_and_its_judge():
+    exc = NotJudged("nce:TN1", "nd.packets_wait_for_address_resolution", "the DUT sent no NA for TN1's NS",
+                    dut_sent=["NS for TN1 at +0.001 s"])
+    o = exc.outcome()
+    assert o.verdict == Verdict.NOT_JUDGED and o.precondition["judged_by"].endswith("#")
+    r = reason_for(o, "x")
+    assert r.startswith("not judged: precondition nce:TN1 not reached")
+    assert "judged by nd.packets_wait_for_address_resolution)" in r and "NS for TN1" in r
+
+
+def test_document_with_the_new_fields_validates_and_junit_shows_not_judged(tmp_path):
+    results = [res(verdict="FAIL", problems=["hop limit 254, not 255"], dut_sent=["NS for TN1 at +0.01 s"]),
+               res(part="B", verdict="NOT_JUDGED", precondition=PRE)]
+    doc = build_document(results, run_meta={"id": "x", "started": "s", "finished": "f", "target": {
+        "name": "t", "kind": "host"}, "profile": "default", "tool": {}, "host": {}})
+    jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(doc)
+    assert doc["checks"][1]["precondition"]["name"] == "nce:TN1"
+    out = tmp_path / "j.xml"
+    write_junit(doc, out)
+    cases = ET.parse(out).getroot().findall(".//testcase")
+    assert cases[0].find("failure") is not None
+    skipped = cases[1].find("skipped")
+    assert skipped is not None and skipped.get("type") == "NOT_JUDGED" and cases[1].find("failure") is None
+
+
+def test_old_records_without_the_new_fields_still_load():
+    d = res().as_dict()
+    for k in ("problems", "dut_sent", "precondition"):
+        d.pop(k)
+    r = Result.from_dict(d)
+    assert r.problems == [] and r.precondition is None
+
+
+def _invoking_with_unknown_option():
+    return bytes(IPv6(src=TN1, dst=DUT) / IPv6ExtHdrDestOpt(options=[PadN(otype=0x9D, optdata=b"\0" * 4)])
+                 / ICMPv6EchoRequest(id=7, data=b"x" * 16))
+
+
+def test_a_parameter_problem_quoting_from_the_destination_options_header_says_so():
+    inv = _invoking_with_unknown_option()
+    err = Ether() / IPv6(src=DUT, dst=TN1) / ICMPv6ParamProblem(code=2, ptr=42) / Raw(inv[40:])
+    e = icmperr.parse(err)
+    assert not icmperr.error_about(TN1, type_=4)(err)  # the old matcher missed it: "no Parameter Problem"
+    assert icmperr.misquoting(4, [inv])(err)
+    problems = icmperr.problems(e, type_=4, code=2, invoking=inv, field=42)
+    assert problems == ["the quote starts at the invoking packet's Destination Options header (octet 40), "
+                        "not at its IPv6 header"]
+    names = decode.Names({}, {"DUT": DUT})
+    line = decode.describe(err, names, [inv])
+    assert line.startswith("Parameter Problem code 2 pointer 42 from DUT")
+    assert "quoting from the invoking packet's Destination Options header (octet 40)" in line
+
+
+def test_a_correct_quote_is_not_misquoting():
+    inv = _invoking_with_unknown_option()
+    err = Ether() / IPv6(src=DUT, dst=TN1) / ICMPv6ParamProblem(code=2, ptr=42) / Raw(inv)
+    assert icmperr.error_about(TN1, type_=4)(err) and not icmperr.misquoting(4, [inv])(err)
+
+
+def test_frames_are_named_after_the_emulated_nodes():
+    class Node:
+        link_local, global_addr = TN1, None
+
+    ns = Ether() / IPv6(src=DUT, dst="ff02::1:ff01:2") / ICMPv6ND_NS(tgt=TN1)
+    assert decode.describe(ns, decode.Names({"TN1": Node()})).startswith("NS for TN1 to ff02::1:ff01:2")
