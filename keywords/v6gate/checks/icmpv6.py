@@ -123,9 +123,7 @@ def echo_request_is_answered(t):
     elif not P.same_address(ip.src, dst):
         problems.append(f"source {ip.src} is not the request's destination {dst}")
     seen = f"Echo Reply from {ip.src} to {ip.dst}, id/seq {echo.id}/{echo.seq}, {len(bytes(echo.data))} data bytes"
-    if problems:
-        return t.failed(seen + ": " + "; ".join(problems))
-    return t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 def _unused_port() -> int:
@@ -172,7 +170,7 @@ def echo_request_is_transmitted(t):
     if not P.same_address(ip.src, t.dut.link_local):
         problems.append(f"sent from {ip.src}, not from the DUT's link-local address {t.dut.link_local}")
     seen = f"Echo Request from {ip.src} to {ip.dst}, code {req.code}, checksum {req.cksum:#06x}, id {req.id}"
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 @check(
@@ -414,7 +412,7 @@ def error_messages_fit_the_minimum_mtu(t):
         e = icmperr.parse(f.pkt)
         seen.append(e.describe())
         problems += icmperr.problems(e, type_=type_, code=code, invoking=invoking(probe))
-    return t.failed(f"{'; '.join(seen)}: {'; '.join(problems)}") if problems else t.passed("; ".join(seen))
+    return t.conclude("; ".join(seen), problems)
 
 
 #: back-to-back error-eliciting datagrams sent to judge the rate limit

@@ -128,7 +128,7 @@ def rs_is_sent_at_interface_start(t):
             problems.append(f"the second RS came {gap:.3f} s after the first, sooner than "
                             f"{_rs_gap_floor():g} s (RTR_SOLICITATION_INTERVAL {RTR_SOLICITATION_INTERVAL:g} s -10 %)")
         problems += [f"second RS: {p}" for p in _judge_rs(t, second)]
-    return t.failed(f"{detail}: {'; '.join(problems)}") if problems else t.passed(detail)
+    return t.conclude(detail, problems)
 
 
 @check(
@@ -157,7 +157,7 @@ def rs_retransmissions_keep_their_spacing(t):
     detail = f"{len(times)} Router Solicitations; gaps {gaps} s"
     problems = [f"a gap of {g:.3f} s is shorter than {_rs_gap_floor():g} s" for g in gaps if g < _rs_gap_floor()]
     problems += [f"the gaps shrink ({a:.3f} s then {b:.3f} s)" for a, b in itertools.pairwise(gaps) if b < a * 0.9]
-    return t.failed(f"{detail}: {'; '.join(problems)}") if problems else t.passed(detail)
+    return t.conclude(detail, problems)
 
 
 def _ra_effects(t, router, prefix, chlim: int, since: float) -> list[str]:
@@ -242,8 +242,7 @@ def solicited_ra_stops_solicitations(t):
                            "(it stopped soliciting as if the RA were valid)")
     seen = (f"invalid RA ({_INVALID_RA_PARTS[t.p.how]}); "
             + (f"next RS {later.time - first.time:.3f} s after the first" if later else "no further RS"))
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(
-        f"{seen}; no address from {prefix} and Cur Hop Limit {chlim} not applied")
+    return t.conclude(seen, problems, passed=f"{seen}; no address from {prefix} and Cur Hop Limit {chlim} not applied")
 
 
 @check(
@@ -288,7 +287,7 @@ def host_ignores_router_solicitations(t):
     seen = (f"{'resolved' if resolved else 'did not resolve'} {tn1.link_local} with an NS, "
             f"{'answered' if replied else 'did not answer'} its Echo Request, no RA")
     if problems:
-        return t.failed("; ".join(problems))
+        return t.failed(seen, problems)
     if not t.alive(method="echo"):
         return t.failed(f"{seen}, but the DUT stopped answering afterwards")
     return t.passed(seen)
@@ -765,7 +764,7 @@ def onlink_prefix_of_any_length_is_onlink(t):
     if path.kind != "on-link":
         problems.append(f"the answer to {tn1.global_addr} went {path.describe()}")
     detail = f"answer to {tn1.global_addr} (inside {long_prefix}) went {path.describe()}"
-    return t.failed("; ".join(problems)) if problems else t.passed(detail + "; no address formed from the /96")
+    return t.conclude(detail, problems, passed=detail + "; no address formed from the /96")
 
 
 @check(

@@ -548,8 +548,7 @@ def names_are_resolved_over_ipv6(t):
         problems.append(f"IPv4 meanwhile: {_counts(bad)} (first {firsts[0]})")
     seen = (f"{len(queries)} queries for {name} over IPv6 to {dns.node.global_addr} ({', '.join(q.qtype for q in queries)})"
             f", answer {addrs or 'none'}")
-    return t.failed(f"{'; '.join(problems)} ({seen})") if problems else t.passed(f"learned by {how}: {seen}; "
-                                                                                   "no DNS over IPv4")
+    return t.conclude(seen, problems, passed=f"learned by {how}: {seen}; no DNS over IPv4")
 
 
 # =====================================================================================================
@@ -644,7 +643,7 @@ def declared_services_answer_over_ipv6(t):
             elif not ok6 and not ok4:
                 problems.append(f"{s['name']} port {port}/{t.p.proto} does not answer over IPv6 ({six})")
     seen = "; ".join(rows) + ("" if v4 else " (the DUT has no IPv4 address: extensions.v6only.ipv4 is not set)")
-    return t.failed(f"{'; '.join(problems)} ({seen})") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 @check(
@@ -777,6 +776,6 @@ def clat_uses_the_discovered_nat64_prefix(t):
     elif not ok:
         problems.append(f"SYN to {expected} from {first.src}, but the connection to {literal} failed: {detail}")
     if problems:
-        return t.failed("; ".join(problems))
+        return t.failed(f"NAT64 prefix {nat64} from {source}", problems)
     return t.passed(f"NAT64 prefix {nat64} from {source}: the connection to {literal}:{port} left as a SYN from "
                     f"{first.src} to {expected} (+{first.time - since:.3f} s) and succeeded")

@@ -295,10 +295,12 @@ class CheckContext:
         self.measurements.update(measurements)
         return Outcome(Verdict.FAIL, seen, problems=_unique(problems or []), dut_sent=list(self.dut_sent))
 
-    def conclude(self, seen: str, problems: list[str], *, passed: str | None = None, **measurements) -> Outcome:
+    def conclude(self, seen: str | list[str], problems: list[str], *, passed: str | None = None,
+                 **measurements) -> Outcome:
         """The verdict tail of a check: FAIL with ``problems`` (kept as a
         list; the reason leads with them), else PASS with ``passed`` (default
-        ``seen``)."""
+        ``seen``; a list of observations is joined with "; ")."""
+        seen = "; ".join(seen) if isinstance(seen, list) else seen
         problems = _unique(problems)
         if problems:
             return self.failed(seen, problems, **measurements)

@@ -59,7 +59,7 @@ def _judge_dns(t, queries, output: str, *, server: str, name: str, lead: str):
     seen = f"{lead}; first DNS query for {first.name} to {first.dst}"
     if ANSWER in output:
         seen += f"; the DUT resolved it to {ANSWER}"
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 def _label() -> str:
