@@ -38,6 +38,7 @@ from ..net.nodes import EmulatedNode
 from ..net.port import Frame, Port
 from .check import Check, Part
 from .control import Control, NotSupported
+from .setup import ensure_neighbour, setup_of
 from .verdict import NotJudged, Outcome, Verdict
 
 
@@ -126,6 +127,8 @@ class CheckContext:
         self.nodes: dict[str, EmulatedNode] = {}
         self._deferred: list = []
         self.dut_sent: list[str] = []
+        self.primed: set[str] = set()  # node addresses the DUT was given a neighbour entry for (common setup)
+        self.setup = setup_of(check)
         self.t0 = port.now()
 
     # -- emulated nodes ---------------------------------------------------------
@@ -184,8 +187,18 @@ class CheckContext:
 
     # -- sending and receiving ------------------------------------------------------
     def to_dut(self, node: EmulatedNode, dst: str, src: str | None = None, **ipv6_fields) -> Packet:
-        """Ether/IPv6 from an emulated node to ``dst`` on the DUT."""
-        return node.ipv6(dst, self.dut.mac, src=src, **ipv6_fields)
+        """Ether/IPv6 from an emulated node to ``dst`` on the DUT.  With the
+        common setup ``nce`` (see core/setup.py) the DUT is first given a
+        neighbour entry for the packet's source."""
+        pkt = node.ipv6(dst, self.dut.mac, src=src, **ipv6_fields)
+        if "nce" in self.setup:
+            self.ensure_neighbour(node, pkt[IPv6].src)
+        return pkt
+
+    def ensure_neighbour(self, node: EmulatedNode, addr: str | None = None) -> None:
+        """Common test setup: the DUT holds a neighbour entry for ``node`` at
+        ``addr`` (default: its link-local address), or the check is NOT_JUDGED."""
+        ensure_neighbour(self, node, addr or node.link_local)
 
     def send(self, pkt: Packet | bytes, label: str | None = None) -> float:
         t = self.port.send(pkt)
