@@ -124,3 +124,52 @@ def test_frames_are_named_after_the_emulated_nodes():
 
     ns = Ether() / IPv6(src=DUT, dst="ff02::1:ff01:2") / ICMPv6ND_NS(tgt=TN1)
     assert decode.describe(ns, decode.Names({"TN1": Node()})).startswith("NS for TN1 to ff02::1:ff01:2")
+
+
+def test_bench_counters_that_moved_make_the_check_an_error():
+    from v6gate.core.session import Session
+
+    before = {"port": (2, None), "capture": (0, None), "repairer": (0, None)}
+    after = {"port": (3, "a responder on t0 raised KeyError: 'x'"), "capture": (0, None), "repairer": (0, "r")}
+    assert Session._bench_broke(before, after) == "port: 1 error(s) (a responder on t0 raised KeyError: 'x')"
+    assert Session._bench_broke(before, before) is None
+    assert "capture: 1 error(s)" in Session._bench_broke(before, {**before, "capture": (1, "capture reader: EOF")})
+
+
+def test_ssh_exit_255_is_a_bench_error_not_the_duts_answer():
+    import subprocess
+
+    import pytest
+
+    from v6gate.core.control import NoControl, SshControl
+    from v6gate.errors import BenchError
+
+    ssh = SshControl({"host": "dut.example"})
+    refused = subprocess.Popen(["sh", "-c", "echo 'connect to host dut.example port 22: Connection refused' >&2; "
+                                "exit 255"], stderr=subprocess.PIPE, text=True)
+    refused.wait()
+    with pytest.raises(BenchError, match="Connection refused"):
+        ssh.check_exit(refused)
+    answered = subprocess.Popen(["sh", "-c", "exit 1"])
+    answered.wait()
+    ssh.check_exit(answered)  # the DUT's own "no" stays the DUT's answer
+    NoControl().check_exit(refused)
+
+
+def test_eui64_targets_predict_the_global_address():
+    import ipaddress
+    from types import SimpleNamespace
+
+    from v6gate.core.context import DutView
+
+    target = SimpleNamespace(dut_mac="00:00:5e:00:53:01", link_prefix=ipaddress.IPv6Network("2001:db8:1::/64"),
+                             dut_iid="eui64", dut_global=[])
+    dut = DutView(target, NoControlStub(), "fe80::200:5eff:fe00:5301")
+    assert dut.predicted_address(ipaddress.IPv6Network("fec0:0:1::/64")) == "fec0:0:1:0:200:5eff:fe00:5301"
+    target.dut_iid = "stable-privacy"
+    assert dut.predicted_address(ipaddress.IPv6Network("fec0:0:1::/64")) is None
+
+
+class NoControlStub:
+    def addresses(self):
+        return []

@@ -155,6 +155,8 @@ def echo_request_is_transmitted(t):
         proc.wait(timeout=t.reply_timeout + 5)
     except subprocess.TimeoutExpired:
         proc.kill()
+    else:
+        t.control.check_exit(proc)
     if frame is None:
         return t.failed(f"no Echo Request to {tn1.link_local} within {t.reply_timeout + 2:g} s of the ping command")
     pkt = frame.pkt

@@ -435,6 +435,8 @@ def _originate(t, group: str, total: int) -> list[Packet]:
         proc.wait(timeout=t.reply_timeout + 10)
     except subprocess.TimeoutExpired:
         proc.kill()
+    else:
+        t.control.check_exit(proc)
     t.wait(t.reply_timeout / 4)
     return [f.pkt for f in t.collect(M.ipv6_to(group), 0, since=since)]
 

@@ -41,6 +41,8 @@ def _lookup(t, name: str, resolver: Resolver, want: str, *, window: float) -> tu
             except subprocess.TimeoutExpired:
                 proc.kill()
                 output, _ = proc.communicate()
+            else:
+                t.control.check_exit(proc)
         t.wait(0.1)  # frames still in flight
         asked = resolver.asked(since, want)
         if asked or t.port.now() >= deadline:

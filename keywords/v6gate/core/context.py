@@ -38,7 +38,7 @@ from ..net.nodes import EmulatedNode
 from ..net.port import Frame, Port
 from .check import Check, Part
 from .control import Control, NotSupported
-from .setup import ensure_neighbour, setup_of
+from .setup import JUDGED_BY, ensure_neighbour, setup_of
 from .verdict import NotJudged, Outcome, Verdict
 
 
@@ -73,13 +73,47 @@ class DutView:
         except NotSupported:
             pass
         learned = self._learned.get(str(net))
+        predicted = self.predicted_address(net)
+        if learned is None and predicted and self.port is not None:
+            learned = predicted if self._answers_for(self.port, predicted) else None
+            if learned is None:
+                raise NotJudged("global-address", JUDGED_BY["global-address"],
+                                f"the DUT does not answer for {predicted}, the address its target file (dut.iid: "
+                                f"eui64) predicts in {net}: it did not form (or does not defend) it")
         if learned is None and self.port is not None:
             learned = self._probe_global(self.port, net)
         if learned:
             self._learned[str(net)] = learned
             return learned
-        raise BenchError(f"the DUT has no known global address in {net}: list it under dut.global in the "
-                         "target file, or give the tester a control adapter that can read it")
+        if self.port is None:
+            raise BenchError(f"the DUT has no known global address in {net}: list it under dut.global in the "
+                             "target file, or give the tester a control adapter that can read it")
+        raise NotJudged("global-address", JUDGED_BY["global-address"],
+                        f"no address of the DUT in {net} answered an all-nodes Echo Request from that prefix (the "
+                        "target file lists none under dut.global and the control adapter cannot read them)")
+
+    def predicted_address(self, net: ipaddress.IPv6Network) -> str | None:
+        """The address the target file makes computable in ``net``: with
+        ``dut.iid: eui64`` (and a /64), the prefix plus the EUI-64 of its MAC."""
+        if self.target.dut_iid == "eui64" and net.prefixlen == 64 and self.mac:
+            return P.address_in(net, P.eui64_iid(self.mac))
+        return None
+
+    def _answers_for(self, port: Port, addr: str) -> bool:
+        """Does the DUT answer a Neighbor Solicitation for ``addr``?"""
+        prober = EmulatedNode.fresh("ADDRPROBE", self.prefix)
+        port.add_responder(prober.responder)
+        try:
+            for _ in range(2):
+                ns = (prober.ipv6(P.solicited_node(addr), "", src=prober.link_local, hlim=255)
+                      / ICMPv6ND_NS(tgt=addr) / ICMPv6NDOptSrcLLAddr(lladdr=prober.mac))
+                since = port.send(ns)
+                if port.expect(M.all_of(M.from_mac(self.mac), M.na_for(addr)),
+                               float(self.target.timing["reply_timeout_s"]) / 2, since=since):
+                    return True
+            return False
+        finally:
+            port.remove_responder(prober.responder)
 
     def _probe_global(self, port: Port, net: ipaddress.IPv6Network) -> str | None:
         """Learn a global address from the wire: an Echo Request to all-nodes

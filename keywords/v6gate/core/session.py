@@ -241,6 +241,31 @@ class Session:
             self._applied = self._apply(self._fault)
         return t
 
+    def _bench_counters(self) -> dict:
+        """Error counters of everything on the tester's side of the wire:
+        the tester port, the capture, a fault's impostor and repairer."""
+        out = {"port": (self.port.rx_errors if self.port else 0, getattr(self.port, "last_error", None)),
+               "capture": (1 if self.capture and self.capture.error else 0,
+                           self.capture.error if self.capture else None)}
+        applied = self._applied
+        imp = getattr(applied, "impostor", None)
+        if imp is not None:
+            out["impostor"] = (imp.port.rx_errors, getattr(imp.port, "last_error", None))
+        rep = getattr(applied, "repairer", None)
+        if rep is not None:
+            out["repairer"] = (rep.errors, "its rule raised on a packet it was given")
+        return out
+
+    @staticmethod
+    def _bench_broke(before: dict, after: dict) -> str | None:
+        """Counters that moved during the check, as one line (None: none moved)."""
+        moved = []
+        for name, (n, last) in after.items():
+            n0 = before.get(name, (0, None))[0]
+            if n > n0:
+                moved.append(f"{name}: {n - n0} error(s){' (' + last + ')' if last else ''}")
+        return "; ".join(moved) or None
+
     def _safe_addresses(self) -> list[str]:
         try:
             return self.control.addresses()
@@ -256,6 +281,8 @@ class Session:
         ctx: CheckContext | None = None
         evidence: dict = {}
         outcome: Outcome
+        bench_broke: str | None = None
+        counters: dict | None = None
         why_skip = self.applicability(c, part)
         if fault and not self.lab:
             raise UsageError("faults can only be applied to the embedded lab")
@@ -270,6 +297,7 @@ class Session:
                     self._applied = self._prepare_lab(c, fault)
                 elif "reset" in c.needs:
                     self.control.reset()
+                counters = {**self._bench_counters(), "capture": (0, None)}  # a broken capture stays broken
                 self.capture.begin(pcap)
                 evidence["pcap"] = shown(pcap)
                 ctx = CheckContext(check=c, part=part, port=self.port, target=self.target,
@@ -298,10 +326,16 @@ class Session:
                     self.capture.end()
                 if ctx:
                     ctx.cleanup()
+                if counters is not None:
+                    bench_broke = self._bench_broke(counters, self._bench_counters())
                 if self._applied:
                     self._applied.remove()
                 self._applied = None
                 self._fault = None
+        if bench_broke and outcome.verdict != Verdict.SKIP:
+            # the tester's own side failed during the check: whatever the DUT did, the verdict means nothing
+            outcome = Outcome(Verdict.ERROR, f"bench error: {bench_broke} (the check's own verdict would have been "
+                                             f"{outcome.verdict}: {outcome.seen})")
         result = self._result(c, part, outcome, ctx, expected, evidence, started, time.monotonic() - t0,
                               fault, setup or ("fault:" + fault if fault else "as-is"))
         if self.recorder:

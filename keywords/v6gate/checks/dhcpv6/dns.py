@@ -39,6 +39,8 @@ def _resolve(t, name: str, servers: list, *, settle: float = 0.3):
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
+    else:
+        t.control.check_exit(proc)
     queries = [q for r in responders for q in r.wait(0.0, since)]
     queries.sort(key=lambda q: q.time)
     for q in queries:
