@@ -18,6 +18,7 @@ import subprocess
 from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
 
 from ..core.check import Part, check
+from ..core.setup import JUDGED_BY
 from ..net import match as M
 from ..net import packets as P
 from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
@@ -191,7 +192,8 @@ def temporary_address_is_preferred(t):
     found, _ = _addresses_in(t, prefix)
     public, temporary = _split_temporary(t, found)
     if not temporary:
-        return t.failed(f"setup: no temporary address in {prefix} (probed {found})")
+        raise t.not_judged(f"temporary-address:{prefix}", "addrarch.temporary_address_is_formed#",
+                           f"no temporary address in {prefix} (probed {found})")
     dst = P.address_in(fresh_prefix(avoid=t.target.link_prefix), P.random_iid())
     src, seen = _originated_source(t, dst)
     if src is None:
@@ -243,7 +245,7 @@ def source_address_selection(t):
         return t.conclude(detail, [f"wrong scope: {p}" for p in problems])
     (p1, a1), (p2, a2) = _two_prefixes(t, deprecate_first=t.p.rule == "deprecated")
     if not a1 or not a2:
-        return t.failed(f"setup: addresses formed {p1}: {a1}, {p2}: {a2}")
+        raise t.not_judged("addresses", JUDGED_BY["global-address"], f"addresses formed {p1}: {a1}, {p2}: {a2}")
     if t.p.rule == "deprecated":
         dst = P.address_in(fresh_prefix(avoid=t.target.link_prefix), P.random_iid())
         why = f"{a1} deprecated, {a2} preferred"

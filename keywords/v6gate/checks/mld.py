@@ -449,7 +449,8 @@ def done_on_leave(t):
     t.control.listen(group)
     try:
         if _v1_report_for(t, group, since, t.reply_timeout) is None:
-            return t.failed(f"setup: no MLDv1 Report for {group} after the DUT started listening to it")
+            raise t.not_judged(f"listener:{group}", "mld.unsolicited_report_on_join#",
+                               f"no MLDv1 Report for {group} after the DUT started listening to it")
         t.wait(0.2)
     finally:
         left = t.port.now()

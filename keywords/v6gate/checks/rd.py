@@ -27,6 +27,7 @@ from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
 from ..net import match as M
+from ..net import nce
 from ..net import packets as P
 from ..net.nd import ND_HOP_LIMIT, fresh_prefix, prefix_option, router_advertisement
 from ..net.rd import (
@@ -365,7 +366,8 @@ def cur_hop_limit_is_applied(t):
         detail = f"hop limit {before} before, {seen} after an RA with Cur Hop Limit {chlim}"
         return t.verdict(seen == [chlim], detail)
     if seen != [chlim]:
-        return t.failed(f"setup: an RA with Cur Hop Limit {chlim} left the DUT's Echo Replies at {seen}")
+        raise t.not_judged("cur-hop-limit", "rd.cur_hop_limit_is_applied#B",
+                           f"an RA with Cur Hop Limit {chlim} left the DUT's Echo Replies at {seen}")
     t.send(router_advertisement(tr1, router_lifetime=0, cur_hop_limit=0), label="RA, Cur Hop Limit 0")
     t.wait(0.2)
     _last, seen = echo_hop_limit(t, tn1)
@@ -410,8 +412,7 @@ def router_lifetime_is_honoured(t):
     lifetime = t.p.lifetime
     start = t.port.now()
     conf = autoconfigure(t, tr1, router_lifetime=lifetime)
-    if conf.address is None:
-        return t.failed(conf.missing())
+    conf.require(t)
     if t.p.case == "refreshed":
         t.wait(max(0.0, start + lifetime / 2 - t.port.now()))
         t.send(router_advertisement(tr1, router_lifetime=lifetime), label=f"the same RA again (lifetime {lifetime} s)")
@@ -422,7 +423,8 @@ def router_lifetime_is_honoured(t):
         return t.verdict(used, detail)
     used, how = _router_in_use(t, tr1, tn2, conf.address)
     if not used:
-        return t.failed(f"setup: right after TR1's RA (lifetime {lifetime} s) the answer went {how}")
+        raise t.not_judged("default-router:TR1", "rd.router_lifetime_is_honoured#A",
+                           f"right after TR1's RA (lifetime {lifetime} s) the answer went {how}")
     if t.p.case == "zero":
         t.send(router_advertisement(tr1, router_lifetime=0), label="RA with Router Lifetime 0")
         t.wait(0.2)
@@ -610,7 +612,7 @@ def ra_updates_neighbor_cache(t):
         t.wait(0.2)
     why = _reach_state(t, tr1, t.p.state)
     if why:
-        return t.failed(f"setup ({t.p.state.upper()}): {why}")
+        raise t.not_judged(f"nce-{t.p.state}:TR1", nce.STATE_JUDGES[t.p.state], why)
     new_mac = P.random_mac() if t.p.sllao == "changed" else old_mac
     ra = router_advertisement(tr1, router_lifetime=0, sllao=t.p.sllao != "absent",
                               retrans_ms=1000 if t.p.state in ("probe", "incomplete") else 0)
@@ -689,7 +691,7 @@ def ra_sets_is_router(t):
     tr1.is_router = False  # answers NS with R=0 first: a host
     why = _reach_state(t, tr1, "reachable")
     if why:
-        return t.failed(f"setup (TR1 as a host neighbour): {why}")
+        raise t.not_judged("nce-reachable:TR1", nce.STATE_JUDGES["reachable"], f"TR1 as a host neighbour: {why}")
     tr1.is_router = True
     new_mac = P.random_mac() if t.p.sllao == "changed" else tr1.mac
     prefix = fresh_prefix(avoid=t.target.link_prefix)
@@ -728,8 +730,7 @@ def offlink_destination_goes_to_default_router(t):
     sender selects a router from the Default Router List' (RFC 4861 §5.2)."""
     tr1 = t.tr1
     conf = autoconfigure(t, tr1, router_lifetime=600)
-    if conf.address is None:
-        return t.failed(conf.missing())
+    conf.require(t)
     path = next_hop_for(t, offlink_node(t), conf.address, via=tr1)
     return t.verdict(path.kind == "router", f"the answer to an off-link node went {path.describe()}")
 
@@ -880,12 +881,12 @@ def default_router_switch(t):
     t.send(router_advertisement(tr2, router_lifetime=600, prefixes=[prefix_option(prefix, valid=600, preferred=600)]),
            label="RA from TR2")
     conf = autoconfigure(t, tr1, prefix, router_lifetime=600)
-    if conf.address is None:
-        return t.failed(conf.missing())
+    conf.require(t)
     tn2 = offlink_node(t)
     first = next_hop_for(t, tn2, conf.address, via=tr1, routers=[tr1, tr2])
     if first.kind != "router":
-        return t.failed(f"setup: the answer to an off-link node went {first.describe()}")
+        raise t.not_judged("default-router", "rd.router_lifetime_is_honoured#A",
+                           f"the answer to an off-link node went {first.describe()}, not through a router")
     used, other = first.router, (tr2 if first.router is tr1 else tr1)
     used.answers_ns = False
     t.note(f"{used.name} stops answering Neighbor Solicitations")

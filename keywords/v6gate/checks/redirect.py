@@ -56,7 +56,8 @@ class RedirectBench:
         since = self.t.send(nb.echo_request(), label="Echo Request from TR2 to the DUT's link-local address")
         if self.t.port.expect(self.t.from_dut(nb.is_reply), self.t.reply_timeout + 3 * self.t.retrans_timer,
                               since=since) is None:
-            raise Deviation("setup: no Echo Reply to TR2's link-local Echo Request (TR2 answered the DUT's NS)")
+            raise Deviation("setup: no Echo Reply to TR2's link-local Echo Request (TR2 answered the DUT's NS)",
+                            name="nce:TR2", judged_by=nce.STATE_JUDGES["reachable"])
 
     def first_hop(self, src: str | None = None, step: str = "before the Redirect"):
         """Step 1-2: the DUT answers TN1 through TR1, its only router."""
