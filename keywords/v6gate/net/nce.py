@@ -481,6 +481,12 @@ def judge_resolution_completed(nb: Neighbour, lla: str, since: float, state: str
                       if state == "stale" else None)
     nb.t.note(f"{nb.name}: {seen.describe()}")
     problems = []
+    if seen.reply is None and not any(nb.is_multicast_ns_for_me(f.pkt) for f in seen.ns):
+        # the DUT stopped soliciting: the resolution completed, but the packet that waited for it was lost;
+        # keeping that packet is what v6LC.2.1.2 judges, not this check
+        raise Deviation(f"{by} completed the address resolution of {nb.addr} (the DUT stopped soliciting it), but "
+                        "the Echo Reply queued for it was never sent (RFC 4861 §7.2.2 queue)",
+                        name=f"queue:{nb.name}", judged_by=STATE_JUDGES["reachable"])
     if seen.reply is None:
         problems.append(f"the queued Echo Reply was not sent: {by} did not complete the address resolution")
     elif seen.reply_mac != lla:
