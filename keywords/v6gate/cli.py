@@ -116,6 +116,9 @@ def cmd_run(args) -> int:
         print(f"  fixed:    {key} (waived or baseline FAIL now PASSes)")
     for key in s["errors"]:
         print(f"  ERROR:    {key}")
+    for state in doc["run"].get("dut_state_after") or []:
+        print(f"  left on the DUT: {state['count'] if state.get('count') is not None else '?'} global address(es)"
+              f" ({state.get('outside_link_prefix', '?')} outside the link prefix; {state['how']})")
     for judged_by, keys in s.get("not_judged_by", {}).items():
         print(f"  not judged (precondition failed, see {judged_by.rstrip('#')}): {', '.join(keys)}")
     print(f"v6gate: report {paths['html']}\n        results {paths['results']}\n        junit {paths['junit']}")

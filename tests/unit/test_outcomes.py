@@ -173,3 +173,34 @@ def test_eui64_targets_predict_the_global_address():
 class NoControlStub:
     def addresses(self):
         return []
+
+
+def test_a_check_withdraws_what_it_advertised_but_not_the_links_prefix():
+    import ipaddress
+    from types import SimpleNamespace
+
+    from scapy.layers.inet6 import ICMPv6ND_RA, ICMPv6NDOptPrefixInfo
+
+    from v6gate.core.context import CheckContext
+    from v6gate.net.nd import prefix_option, router_advertisement
+    from v6gate.net.nodes import EmulatedNode
+
+    sent = []
+    port = SimpleNamespace(now=lambda: 0.0, send=lambda p: sent.append(p) or 0.0, remove_responder=lambda r: None)
+    ctx = CheckContext.__new__(CheckContext)
+    ctx.port, ctx.nodes, ctx._deferred, ctx.setup, ctx.timeline, ctx.t0 = port, {}, [], (), [], 0.0
+    ctx._advertised = {}
+    ctx.target = SimpleNamespace(link_prefix=ipaddress.IPv6Network("2001:db8:1::/64"))
+    tr1 = EmulatedNode.fresh("TR1", ctx.target.link_prefix, router=True)
+    ctx.send(router_advertisement(tr1, router_lifetime=600, prefixes=[
+        prefix_option(ipaddress.IPv6Network("2001:db8:77::/64"), valid=600, preferred=600),
+        prefix_option(ctx.target.link_prefix, valid=600, preferred=600)]))
+    ctx.cleanup()
+    withdrawal = sent[-1]
+    assert withdrawal[ICMPv6ND_RA].routerlifetime == 0
+    opts = [withdrawal.getlayer(ICMPv6NDOptPrefixInfo, i) for i in (1, 2)]
+    assert opts[0].prefix == "2001:db8:77::" and opts[0].validlifetime == 0 and opts[0].preferredlifetime == 0
+    assert opts[1] is None  # the link's own prefix stays the link router's
+    sent.clear()
+    ctx.cleanup()
+    assert not sent  # withdrawn once

@@ -27,7 +27,15 @@ import ipaddress
 import time
 from types import SimpleNamespace
 
-from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr, IPv6
+from scapy.layers.inet6 import (
+    ICMPv6EchoRequest,
+    ICMPv6ND_NS,
+    ICMPv6ND_RA,
+    ICMPv6NDOptPrefixInfo,
+    ICMPv6NDOptSrcLLAddr,
+    IPv6,
+)
+from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
 from ..errors import BenchError
@@ -161,6 +169,7 @@ class CheckContext:
         self.nodes: dict[str, EmulatedNode] = {}
         self._deferred: list = []
         self.dut_sent: list[str] = []
+        self._advertised: dict[tuple[str, str], dict] = {}  # router (mac, ll) -> {(prefix, len): (L, A)}
         self.primed: set[str] = set()  # node addresses the DUT was given a neighbour entry for (common setup)
         self.setup = setup_of(check)
         self.t0 = port.now()
@@ -192,7 +201,45 @@ class CheckContext:
         a responder an area's helper added to the port)."""
         self._deferred.append(fn)
 
+    def withdraw(self) -> None:
+        """Leave the DUT as found: every emulated router that advertised
+        itself or prefixes in this check sends a last RA with Router Lifetime
+        0 and those prefixes with zero lifetimes (an on-link prefix leaves
+        the DUT's prefix list at once; an address is deprecated, and RFC 4862
+        §5.5.3 e) lets it run out its remaining valid lifetime)."""
+        for (mac, ll), prefixes in self._advertised.items():
+            ra = (Ether(src=mac, dst=P.multicast_mac(P.ALL_NODES)) / IPv6(src=ll, dst=P.ALL_NODES, hlim=255)
+                  / ICMPv6ND_RA(routerlifetime=0, chlim=0) / ICMPv6NDOptSrcLLAddr(lladdr=mac))
+            for (prefix, plen), (onlink, auto) in prefixes.items():
+                if ipaddress.IPv6Network(f"{prefix}/{plen}", strict=False).overlaps(self.target.link_prefix):
+                    continue  # the link's own prefix is the link's router's to withdraw, not the check's
+                ra = ra / ICMPv6NDOptPrefixInfo(prefix=prefix, prefixlen=plen, L=onlink, A=auto, validlifetime=0,
+                                                preferredlifetime=0)
+            try:
+                self.port.send(ra)
+            except BenchError:
+                return
+        self._advertised.clear()
+
+    def _remember_advertisement(self, pkt) -> None:
+        if not isinstance(pkt, Packet) or ICMPv6ND_RA not in pkt or Ether not in pkt:
+            return
+        ra = pkt[ICMPv6ND_RA]
+        prefixes = {}
+        opt = pkt.getlayer(ICMPv6NDOptPrefixInfo)
+        i = 1
+        while opt is not None:
+            if opt.validlifetime:
+                prefixes[(opt.prefix, opt.prefixlen)] = (opt.L, opt.A)
+            i += 1
+            opt = pkt.getlayer(ICMPv6NDOptPrefixInfo, i)
+        if ra.routerlifetime or prefixes:
+            key = (pkt[Ether].src, pkt[IPv6].src)
+            self._advertised.setdefault(key, {}).update(prefixes)
+
     def cleanup(self) -> None:
+        if self._advertised and "keep_state" not in self.setup:
+            self.withdraw()
         for n in self.nodes.values():
             self.port.remove_responder(n.responder)
         while self._deferred:
@@ -236,6 +283,7 @@ class CheckContext:
 
     def send(self, pkt: Packet | bytes, label: str | None = None) -> float:
         t = self.port.send(pkt)
+        self._remember_advertisement(pkt)
         self.note(f"sent {label or _summary(pkt)}")
         return t
 

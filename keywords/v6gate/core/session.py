@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import ipaddress
 import json
 import os
 import signal
@@ -83,6 +84,7 @@ class Session:
         self._fault = None  # the lab fault in force for the running check
         self._applied: AppliedFault | None = None
         self.last_lab_timings: dict | None = None
+        self.dut_state_after: dict | None = None  # what the run left on a DUT it does not reset (close())
 
     # -- construction helpers ---------------------------------------------------------
     @classmethod
@@ -122,7 +124,21 @@ class Session:
         self.dut = DutView(t, self.control, ll, self.port)
         return self
 
+    def dut_state(self) -> dict:
+        """What the run leaves configured on the DUT: its global addresses
+        (read through the control adapter; None when it cannot read them)."""
+        try:
+            addrs = [a for a in self.control.addresses() if not a.lower().startswith("fe80")]
+        except (NotSupported, BenchError) as exc:
+            return {"addresses": None, "count": None, "how": f"not readable: {exc}"}
+        outside = [a for a in addrs if ipaddress.IPv6Address(a) not in self.target.link_prefix]
+        return {"addresses": addrs, "count": len(addrs), "outside_link_prefix": len(outside),
+                "how": f"read through control adapter {self.control.name}"}
+
     def close(self) -> None:
+        if self.port and (self.lab is None or self.lab.external_dut):
+            with contextlib.suppress(Exception):
+                self.dut_state_after = self.dut_state()
         if self.capture:
             with contextlib.suppress(Exception):
                 self.capture.stop()
