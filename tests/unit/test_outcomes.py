@@ -204,3 +204,10 @@ def test_a_check_withdraws_what_it_advertised_but_not_the_links_prefix():
     sent.clear()
     ctx.cleanup()
     assert not sent  # withdrawn once
+
+
+def test_a_plain_fail_leads_with_what_was_seen_once():
+    o = Outcome(Verdict.FAIL, "no Echo Reply within 2 s", problems=["no Echo Reply within 2 s"],
+                dut_sent=["NS for TN1 to ff02::1:ff00:1 at +0.010 s"])
+    assert reason_for(o, "an Echo Reply") == ("no Echo Reply within 2 s — expected an Echo Reply; the DUT sent: "
+                                              "NS for TN1 to ff02::1:ff00:1 at +0.010 s")

@@ -406,9 +406,12 @@ def error_messages_fit_the_minimum_mtu(t):
     probe = probe / Raw(P.nonce(1500 - len(bytes(probe[IPv6]))))
     since = t.port.now()
     t.send(probe, label=f"{len(bytes(probe[IPv6]))}-octet packet")
-    errors = t.collect(icmperr.error_about(src, type_=type_), t.reply_timeout, since=since)
+    inv = invoking(probe)
+    errors = t.collect(M.any_of(icmperr.error_about(src, type_=type_), icmperr.misquoting(type_, [inv])),
+                       t.reply_timeout, since=since)
     if not errors:
-        return t.failed(f"no {icmperr.NAMES[type_]} within {t.reply_timeout:g} s")
+        t.record_dut_sent(since, what=icmperr.NAMES[type_], invoking=[inv])
+        return t.failed(f"no {icmperr.NAMES[type_]} within {t.reply_timeout:g} s", [f"no {icmperr.NAMES[type_]}"])
     problems, seen = [], []
     for f in errors:
         e = icmperr.parse(f.pkt)

@@ -397,7 +397,8 @@ class CheckContext:
 
     def failed(self, seen: str, problems: list[str] | None = None, **measurements) -> Outcome:
         self.measurements.update(measurements)
-        return Outcome(Verdict.FAIL, seen, problems=_unique(problems or []), dut_sent=list(self.dut_sent))
+        # a FAIL with no itemised problems: what was seen is the problem ("no Echo Reply within 2 s")
+        return Outcome(Verdict.FAIL, seen, problems=_unique(problems or [seen]), dut_sent=list(self.dut_sent))
 
     def conclude(self, seen: str | list[str], problems: list[str], *, passed: str | None = None,
                  **measurements) -> Outcome:

@@ -113,6 +113,8 @@ def reason_for(outcome: Outcome, expected: str, where: str = "") -> str:
         return (f"not judged: precondition {pre.get('name', '?')} not reached — {pre.get('detail') or outcome.seen}"
                 f" (judged by {judged_by or '?'}){sent}{where}")
     if v in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE):
+        if v != Verdict.PASS and outcome.problems == [outcome.seen]:  # what was seen is the problem
+            return f"{outcome.seen} — expected {expected}{sent}{where}"
         lead = "; ".join(outcome.problems) + " — " if outcome.problems and v != Verdict.PASS else ""
         return f"{lead}expected {expected}; seen {outcome.seen}{sent}{where}"
     return outcome.seen + sent + where
