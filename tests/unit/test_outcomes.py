@@ -211,3 +211,20 @@ def test_a_plain_fail_leads_with_what_was_seen_once():
                 dut_sent=["NS for TN1 to ff02::1:ff00:1 at +0.010 s"])
     assert reason_for(o, "an Echo Reply") == ("no Echo Reply within 2 s — expected an Echo Reply; the DUT sent: "
                                               "NS for TN1 to ff02::1:ff00:1 at +0.010 s")
+
+
+def test_pytest_shows_not_judged_as_its_own_category_and_never_a_pass():
+    from types import SimpleNamespace
+
+    import pytest
+
+    from v6gate import pytest_plugin as plug
+
+    result = SimpleNamespace(verdict="NOT_JUDGED", reason="not judged: precondition nce:TN1 ...", waived=False,
+                             ipv6ready=None, part=None, rfc="RFC 4443 §4.2")
+    with pytest.raises(plug.V6GateNotJudged):
+        plug._raise_for(result)
+    report = SimpleNamespace(when="call", failed=True, longrepr="v6gate.pytest_plugin.V6GateNotJudged: not judged")
+    assert plug.pytest_report_teststatus(report, None)[:2] == ("not judged", "N")
+    report.longrepr = "AssertionError"
+    assert plug.pytest_report_teststatus(report, None) is None
