@@ -386,6 +386,14 @@ class CheckContext:
         method = self.check.liveness or "ns"
         if not self.alive(method=method):
             what = "Neighbor Solicitation for" if method == "ns" else "Echo Request to"
+            other = "echo" if method == "ns" else "ns"
+            if self.alive(method=other):
+                # the DUT is on the link (it answers the other probe): not answering this one is its behaviour,
+                # judged by the check of that behaviour, not a broken bench
+                judge = JUDGED_BY["nce"] if method == "ns" else "icmpv6.echo_request_is_answered#A"
+                raise self.not_judged(f"liveness:{method}", judge,
+                                      f"the DUT does not answer a {what} its link-local address {self.dut.link_local}"
+                                      f" before the check, though it answers {'an Echo Request' if other == 'echo' else 'a Neighbor Solicitation'}")
             raise BenchError(f"the DUT does not answer a {what} its link-local address {self.dut.link_local} "
                              f"({self.dut.mac}) before the check: is it on the link and up? "
                              "(check tester.interface and dut.mac/link_local in the target file)")
