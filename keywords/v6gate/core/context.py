@@ -220,7 +220,11 @@ class CheckContext:
             ra = (Ether(src=mac, dst=P.multicast_mac(P.ALL_NODES)) / IPv6(src=ll, dst=P.ALL_NODES, hlim=255)
                   / ICMPv6ND_RA(routerlifetime=0, chlim=0) / ICMPv6NDOptSrcLLAddr(lladdr=mac))
             for (prefix, plen), (onlink, auto) in prefixes.items():
-                if ipaddress.IPv6Network(f"{prefix}/{plen}", strict=False).overlaps(self.target.link_prefix):
+                try:
+                    net = ipaddress.IPv6Network(f"{prefix}/{plen}", strict=False)
+                except ValueError:
+                    continue
+                if net.overlaps(self.target.link_prefix):
                     continue  # the link's own prefix is the link's router's to withdraw, not the check's
                 ra = ra / ICMPv6NDOptPrefixInfo(prefix=prefix, prefixlen=plen, L=onlink, A=auto, validlifetime=0,
                                                 preferredlifetime=0)
@@ -238,7 +242,7 @@ class CheckContext:
         opt = pkt.getlayer(ICMPv6NDOptPrefixInfo)
         i = 1
         while opt is not None:
-            if opt.validlifetime:
+            if opt.validlifetime and 0 < opt.prefixlen <= 128:  # a deliberately invalid option configured nothing
                 prefixes[(opt.prefix, opt.prefixlen)] = (opt.L, opt.A)
             i += 1
             opt = pkt.getlayer(ICMPv6NDOptPrefixInfo, i)
