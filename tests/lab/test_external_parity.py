@@ -79,9 +79,9 @@ def _external(name: str, ids: list[str], *, adapter: str, fault: QueueLoss | Non
 def guest_globals(ns: str) -> list[str]:
     import subprocess
 
-    out = subprocess.run(["ip", "-n", ns, "-6", "-o", "addr", "show", "dev", "eth0", "scope", "global"],
-                         capture_output=True, text=True).stdout
-    return [line.split()[3] for line in out.splitlines()]
+    out = subprocess.run(["ip", "-n", ns, "-6", "-o", "addr", "show", "dev", "eth0"], capture_output=True,
+                         text=True).stdout
+    return [line.split()[3] for line in out.splitlines() if "scope link" not in line]  # global and site-local
 
 
 @pytest.fixture(scope="module")
