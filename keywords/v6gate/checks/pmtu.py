@@ -182,7 +182,7 @@ def pmtu_is_stored_per_destination(t):
     tn3 = _remote(path, "TN3")
     pkts, problems = _baseline(t, tn2)
     if pkts is None:
-        return t.failed("no Echo Reply to TN2 before the Packet Too Big")
+        raise _no_baseline(t, "TN2")
     t.send(_ptb(path, pkts[0], IPV6_MIN_MTU), label="Packet Too Big (MTU 1280) for TN2's path")
     _settle(t)
     p2, seen = _after_ptb(t, tn2, IPV6_MIN_MTU, seqs=(2, 3, 4))
@@ -192,10 +192,19 @@ def pmtu_is_stored_per_destination(t):
     return t.conclude(seen, problems + p2 + p3)
 
 
+def _no_baseline(t, name: str):
+    """The DUT did not answer the full-size Echo Request that precedes the
+    Packet Too Big: the PMTU clause is not judged (NOT_JUDGED); answering
+    Echo Requests from an off-link node is judged by the Echo check."""
+    return t.not_judged(f"echo:{name}", "icmpv6.echo_request_is_answered#B",
+                        f"no Echo Reply to {name} (off-link, through TR1) before the Packet Too Big, so there was "
+                        "nothing to send a Packet Too Big about")
+
+
 def _reduce(t, path, peer, *, mtu=IPV6_MIN_MTU, code=0, src=None, label=""):
     pkts, problems = _baseline(t, peer)
     if pkts is None:
-        return t.failed(f"no Echo Reply to {peer.name} before the Packet Too Big")
+        raise _no_baseline(t, peer.name)
     t.send(_ptb(path, pkts[0], mtu, code=code, src=src), label=label or f"Packet Too Big (MTU {mtu}, code {code})")
     _settle(t)
     p2, seen = _after_ptb(t, peer, mtu, seqs=(2, 3))
@@ -282,7 +291,7 @@ def packet_too_big_below_the_minimum_mtu_is_discarded(t):
     path, peer = _path_with(t)
     pkts, problems = _baseline(t, peer)
     if pkts is None:
-        return t.failed("no Echo Reply to TN2 before the Packet Too Big")
+        raise _no_baseline(t, "TN2")
     t.send(_ptb(path, pkts[0], t.p.mtu), label=f"Packet Too Big (MTU {t.p.mtu})")
     _settle(t)
     p2, seen = _after_ptb(t, peer, LINK_MTU, seqs=(2, 3))
@@ -312,7 +321,7 @@ def packet_too_big_never_increases_the_pmtu(t):
     path, peer = _path_with(t)
     pkts, problems = _baseline(t, peer)
     if pkts is None:
-        return t.failed("no Echo Reply to TN2 before the Packet Too Big")
+        raise _no_baseline(t, "TN2")
     t.send(_ptb(path, pkts[0], IPV6_MIN_MTU), label="Packet Too Big (MTU 1280)")
     _settle(t)
     request, reduced = _reply(t, peer, LINK_MTU, 2)
@@ -368,7 +377,7 @@ def packet_too_big_not_matching_sent_traffic_is_ignored(t):
     path, peer = _path_with(t)
     pkts, problems = _baseline(t, peer)
     if pkts is None:
-        return t.failed("no Echo Reply to TN2 before the Packet Too Big")
+        raise _no_baseline(t, "TN2")
     forged = pkts[0].copy()
     forged[ICMPv6EchoReply].id ^= 0x5A5A
     forged[ICMPv6EchoReply].cksum = None
@@ -403,7 +412,7 @@ def pmtu_is_not_raised_within_five_minutes(t):
     path, peer = _path_with(t)
     pkts, problems = _baseline(t, peer)
     if pkts is None:
-        return t.failed("no Echo Reply to TN2 before the Packet Too Big")
+        raise _no_baseline(t, "TN2")
     ptb_time = t.send(_ptb(path, pkts[0], IPV6_MIN_MTU), label="Packet Too Big (MTU 1280)")
     _settle(t)
     seen = []
