@@ -118,13 +118,18 @@ def cmd_run(args) -> int:
     c = s["counts"]
     print(f"v6gate: PASS {c['PASS']}  FAIL {c['FAIL']} ({len(s['waived'])} waived, {len(s['new_failures'])} new)  "
           f"SKIP {c['SKIP']}  ERROR {c['ERROR']}  INCONCLUSIVE {c['INCONCLUSIVE']}  "
-          f"in {time.monotonic() - t0:.1f} s")
+          f"NOT_JUDGED {c.get('NOT_JUDGED', 0)}  in {time.monotonic() - t0:.1f} s")
     for key in s["new_failures"]:
         print(f"  new FAIL: {key}")
     for key in s["fixed"]:
         print(f"  fixed:    {key} (waived or baseline FAIL now PASSes)")
     for key in s["errors"]:
         print(f"  ERROR:    {key}")
+    for state in doc["run"].get("dut_state_after") or []:
+        print(f"  left on the DUT: {state['count'] if state.get('count') is not None else '?'} global address(es)"
+              f" ({state.get('outside_link_prefix', '?')} outside the link prefix; {state['how']})")
+    for judged_by, keys in s.get("not_judged_by", {}).items():
+        print(f"  not judged (precondition failed, see {judged_by.rstrip('#')}): {', '.join(keys)}")
     print(f"v6gate: report {paths['html']}\n        results {paths['results']}\n        junit {paths['junit']}")
     if paths.get("manifest"):
         print(f"        compliance {paths['compliance_csv']}\n        manifest {paths['manifest']}")

@@ -37,6 +37,12 @@ class V6GateInconclusive(Exception):
     """Raised in a test whose gate verdict is INCONCLUSIVE."""
 
 
+class V6GateNotJudged(Exception):
+    """Raised in a test whose verdict is NOT_JUDGED: the DUT did not reach the
+    part's precondition, which another check judges.  Never a pass; shown as
+    its own category ("not judged", letter N)."""
+
+
 def pytest_addoption(parser):
     g = parser.getgroup("v6gate", "v6gate conformance suite")
     g.addoption("--v6gate-target", default=None, help="target file, or 'lab' (default) for the embedded lab")
@@ -121,7 +127,16 @@ def _raise_for(result) -> None:
         pytest.fail(f"FAIL {result.ipv6ready or ''} {result.part or ''} [{result.rfc}]: {result.reason}", pytrace=False)
     if v == "ERROR":
         raise V6GateBenchError(result.reason)
+    if v == "NOT_JUDGED":
+        raise V6GateNotJudged(result.reason)
     raise V6GateInconclusive(result.reason)
+
+
+def pytest_report_teststatus(report, config):
+    """NOT_JUDGED parts get their own category in the terminal summary."""
+    if report.when == "call" and report.failed and "V6GateNotJudged" in str(getattr(report, "longrepr", "") or ""):
+        return "not judged", "N", ("NOT_JUDGED", {"yellow": True})
+    return None
 
 
 def pytest_generate_tests(metafunc):

@@ -64,9 +64,9 @@ def expect_echo_reply(t, probes, request: Packet, *, what: str = "Echo Reply", w
     requester (``to``) and, when ``size`` is given, of that IPv6 length."""
     frame = t.expect_reply(probes, M.echo_reply_to(request), what=what, within=within)
     if frame is None:
-        return t.failed(f"no {what} within {within or t.reply_timeout:g} s")
+        return t.failed(f"no {what} within {within or t.reply_timeout:g} s", [f"no {what}"])
     problems, seen = judge_echo_reply(t, frame, request, to=to, size=size)
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 def judge_echo_reply(t, frame, request: Packet, *, to: str | None = None, size: int | None = None):
@@ -119,17 +119,18 @@ def expect_error(t, probes, *, src: str, type_: int, code, invoking_: bytes | li
         t.send(p)
     window = t.reply_timeout if within is None else within
     name = icmperr.NAMES[type_]
-    frame = t.port.expect(t.from_dut(icmperr.error_about(src, type_=type_)), window, since=since)
+    invoking_list = invoking_ if isinstance(invoking_, list) else [invoking_]
+    # an error of the right type that quotes the packet from a later header is judged, not missed
+    wanted = M.any_of(icmperr.error_about(src, type_=type_), icmperr.misquoting(type_, invoking_list))
+    frame = t.port.expect(t.from_dut(wanted), window, since=since)
     if frame is None:
-        other = t.collect(icmperr.error_about(src), 0, since=since)
         reply = t.collect(M.echo_reply_to(request), 0, since=since) if request is not None else []
-        seen = f"no {name} within {window:g} s"
-        if other:
-            seen += f"; got {icmperr.parse(other[0].pkt).describe()}"
+        sent = t.record_dut_sent(since, what=name, invoking=invoking_list)
+        problems = [f"no {name}"]
         if reply:
-            seen += f"; the DUT answered with {reply[0].summary()}"
-        t.note(seen)
-        return t.failed(seen)
+            problems.append(f"the DUT answered with an Echo Reply instead ({reply[0].summary()})")
+        seen = f"no {name} within {window:g} s" + ("" if sent else "; the DUT sent nothing")
+        return t.failed(seen, problems)
     t.note(f"received {frame.summary()} (+{frame.time - since:.3f} s)")
     err = icmperr.parse(frame.pkt)
     problems = icmperr.problems(err, type_=type_, code=code, invoking=invoking_, field=field,
@@ -139,8 +140,7 @@ def expect_error(t, probes, *, src: str, type_: int, code, invoking_: bytes | li
         reply = t.collect(M.echo_reply_to(request), 0, since=since)
         if reply:
             problems.append(f"the packet was not discarded: the DUT also sent {reply[0].summary()}")
-    seen = err.describe()
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(err.describe(), problems)
 
 
 def expect_no_answer(t, probes, *, src: str, request: Packet | None = None, what: str | None = None,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
 from scapy.layers.l2 import Ether
 
+from ..core.setup import JUDGED_BY
 from ..net import match as M
 from ..net import packets as P
 from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
@@ -57,6 +58,12 @@ class Autoconf:
     def missing(self) -> str:
         return (f"the DUT formed no address from prefix {self.prefix} (no DAD probe within the window; "
                 "RFC 4862 §5.5.3), so the behaviour under test cannot be observed")
+
+    def require(self, t) -> str:
+        """The address, or NOT_JUDGED (precondition address:<prefix>, judged by the SLAAC check)."""
+        if self.address is None:
+            raise t.not_judged(f"address:{self.prefix}", JUDGED_BY["global-address"], self.missing())
+        return self.address
 
 
 def autoconfigure(t, router: EmulatedNode, prefix: ipaddress.IPv6Network | None = None, *, valid: int = 600,

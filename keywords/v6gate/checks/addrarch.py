@@ -18,6 +18,7 @@ import subprocess
 from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
 
 from ..core.check import Part, check
+from ..core.setup import JUDGED_BY
 from ..net import match as M
 from ..net import packets as P
 from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
@@ -125,7 +126,7 @@ def stable_iid_is_not_derived_from_mac(t):
         return t.failed(f"link-local address {ll or 'not found'}, addresses in {prefix}: {glob or 'none'}")
     problems = [f"{a}: {why}" for a in (ll, *glob) if (why := _mac_derived(t, a))]
     detail = f"link-local {ll}, global {glob}, MAC {t.dut.mac}"
-    return t.failed(f"{detail}: {'; '.join(problems)}") if problems else t.passed(detail)
+    return t.conclude(detail, problems)
 
 
 # -- RFC 8981: temporary addresses --------------------------------------------------------------
@@ -159,7 +160,7 @@ def temporary_address_is_formed(t):
         return t.failed(f"addresses probed in {prefix}: {found}; no temporary address besides the public {public}")
     problems = [f"{a}: {why}" for a in temporary if (why := _mac_derived(t, a))]
     detail = f"in {prefix}: public {public}, temporary {temporary}"
-    return t.failed(f"{detail}: {'; '.join(problems)}") if problems else t.passed(detail)
+    return t.conclude(detail, problems)
 
 
 def _originated_source(t, dst: str) -> tuple[str | None, str]:
@@ -191,7 +192,8 @@ def temporary_address_is_preferred(t):
     found, _ = _addresses_in(t, prefix)
     public, temporary = _split_temporary(t, found)
     if not temporary:
-        return t.failed(f"setup: no temporary address in {prefix} (probed {found})")
+        raise t.not_judged(f"temporary-address:{prefix}", "addrarch.temporary_address_is_formed#",
+                           f"no temporary address in {prefix} (probed {found})")
     dst = P.address_in(fresh_prefix(avoid=t.target.link_prefix), P.random_iid())
     src, seen = _originated_source(t, dst)
     if src is None:
@@ -240,10 +242,10 @@ def source_address_selection(t):
         if src_gl is None or ipaddress.IPv6Address(src_gl).is_link_local:
             problems.append(seen_gl)
         detail = f"{seen_ll}; {seen_gl} (link-local {ll}, global {glob})"
-        return t.failed(f"{detail}: wrong scope") if problems else t.passed(detail)
+        return t.conclude(detail, [f"wrong scope: {p}" for p in problems])
     (p1, a1), (p2, a2) = _two_prefixes(t, deprecate_first=t.p.rule == "deprecated")
     if not a1 or not a2:
-        return t.failed(f"setup: addresses formed {p1}: {a1}, {p2}: {a2}")
+        raise t.not_judged("addresses", JUDGED_BY["global-address"], f"addresses formed {p1}: {a1}, {p2}: {a2}")
     if t.p.rule == "deprecated":
         dst = P.address_in(fresh_prefix(avoid=t.target.link_prefix), P.random_iid())
         why = f"{a1} deprecated, {a2} preferred"

@@ -123,9 +123,7 @@ def echo_request_is_answered(t):
     elif not P.same_address(ip.src, dst):
         problems.append(f"source {ip.src} is not the request's destination {dst}")
     seen = f"Echo Reply from {ip.src} to {ip.dst}, id/seq {echo.id}/{echo.seq}, {len(bytes(echo.data))} data bytes"
-    if problems:
-        return t.failed(seen + ": " + "; ".join(problems))
-    return t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 def _unused_port() -> int:
@@ -157,6 +155,8 @@ def echo_request_is_transmitted(t):
         proc.wait(timeout=t.reply_timeout + 5)
     except subprocess.TimeoutExpired:
         proc.kill()
+    else:
+        t.control.check_exit(proc)
     if frame is None:
         return t.failed(f"no Echo Request to {tn1.link_local} within {t.reply_timeout + 2:g} s of the ping command")
     pkt = frame.pkt
@@ -172,7 +172,7 @@ def echo_request_is_transmitted(t):
     if not P.same_address(ip.src, t.dut.link_local):
         problems.append(f"sent from {ip.src}, not from the DUT's link-local address {t.dut.link_local}")
     seen = f"Echo Request from {ip.src} to {ip.dst}, code {req.code}, checksum {req.cksum:#06x}, id {req.id}"
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 @check(
@@ -406,15 +406,18 @@ def error_messages_fit_the_minimum_mtu(t):
     probe = probe / Raw(P.nonce(t.target.link_mtu - len(bytes(probe[IPv6]))))  # a full-size packet (link.mtu)
     since = t.port.now()
     t.send(probe, label=f"{len(bytes(probe[IPv6]))}-octet packet")
-    errors = t.collect(icmperr.error_about(src, type_=type_), t.reply_timeout, since=since)
+    inv = invoking(probe)
+    errors = t.collect(M.any_of(icmperr.error_about(src, type_=type_), icmperr.misquoting(type_, [inv])),
+                       t.reply_timeout, since=since)
     if not errors:
-        return t.failed(f"no {icmperr.NAMES[type_]} within {t.reply_timeout:g} s")
+        t.record_dut_sent(since, what=icmperr.NAMES[type_], invoking=[inv])
+        return t.failed(f"no {icmperr.NAMES[type_]} within {t.reply_timeout:g} s", [f"no {icmperr.NAMES[type_]}"])
     problems, seen = [], []
     for f in errors:
         e = icmperr.parse(f.pkt)
         seen.append(e.describe())
         problems += icmperr.problems(e, type_=type_, code=code, invoking=invoking(probe))
-    return t.failed(f"{'; '.join(seen)}: {'; '.join(problems)}") if problems else t.passed("; ".join(seen))
+    return t.conclude("; ".join(seen), problems)
 
 
 #: back-to-back error-eliciting datagrams sent to judge the rate limit

@@ -685,7 +685,7 @@ def reassembly_is_abandoned_after_sixty_seconds(t):
         if reply is not None:
             problems.append("the last fragment, sent after the timeout, completed the packet: "
                             + reply.summary())
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 @check(

@@ -111,7 +111,7 @@ def _answers_query(t, *, specific: bool, mrd_ms: int, trials: int):
             if others:
                 problems.append(f"also reported {others[0].pkt[ICMPv6MLReport].mladdr}, not queried")
         if problems:
-            return t.failed(f"trial {i + 1}: Report after {delays[-1]} s: {'; '.join(problems)}")
+            return t.failed(f"trial {i + 1}: Report after {delays[-1]} s", [f"trial {i + 1}: {p}" for p in problems])
     t.measure("report_delays_s", delays)
     t.measure("within_mrd", f"{trials}/{trials}")
     return t.passed(f"{trials}/{trials} queries answered by an MLDv1 Report for {group} within the Maximum Response "
@@ -420,7 +420,7 @@ def unsolicited_report_on_join(t):
             return t.failed(f"no MLDv1 Report for {group} within {t.reply_timeout:g} s of starting to listen")
         problems = _judge_v1(t, report, group)
         seen = f"unsolicited MLDv1 Report for {group} {report.time - since:.3f} s after the join"
-        return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+        return t.conclude(seen, problems)
     finally:
         t.control.unlisten(group)
 
@@ -462,7 +462,8 @@ def done_on_leave(t):
     t.control.listen(group)
     try:
         if _v1_report_for(t, group, since, t.reply_timeout) is None:
-            return t.failed(f"setup: no MLDv1 Report for {group} after the DUT started listening to it")
+            raise t.not_judged(f"listener:{group}", "mld.unsolicited_report_on_join#",
+                               f"no MLDv1 Report for {group} after the DUT started listening to it")
         t.wait(0.2)
     finally:
         left = t.port.now()
@@ -473,7 +474,7 @@ def done_on_leave(t):
         return t.failed(f"no MLDv1 Done for {group} within {t.reply_timeout:g} s of the DUT leaving it")
     problems = _judge_v1(t, done, group, kind="Done")
     seen = f"MLDv1 Done for {group} to {done.pkt[IPv6].dst} {done.time - left:.3f} s after the leave"
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 # -- MLDv2 (RFC 3810) ---------------------------------------------------------------------------------
@@ -509,7 +510,7 @@ def mldv2_general_query_is_answered(t):
                         f"{mine.sources}, not MODE_IS_EXCLUDE with none")
     seen = (f"MLDv2 Report {frame.time - since:.3f} s after the query with records "
             f"{[(r.group, RECORD_TYPES.get(r.rtype, r.rtype)) for r in records]}")
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 @check(area="mld", title="MLDv2 Multicast Address Specific Query is answered for that group",
@@ -567,7 +568,7 @@ def mldv2_report_format(t):
     }[field]
     seen = (f"MLDv2 Report from {ip.src} to {ip.dst}, hop limit {ip.hlim}, {len(rep.records)} record(s) "
             f"{[(r.group, r.rtype) for r in v2_records(pkt)]}")
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 def _record_problems(pkt) -> list[str]:

@@ -141,11 +141,6 @@ def _after_ptb(t, peer: Peer, pmtu: int, seqs=(2,)) -> tuple[list[str], list[str
     return problems, seen
 
 
-def _verdict(t, seen: list[str], problems: list[str]):
-    text = "; ".join(seen)
-    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
-
-
 # -- v6LC.4.1.1 - 4.1.8, 4.1.12: Echo Replies along a routed path --------------------------
 @check(
     area="pmtu",
@@ -174,7 +169,7 @@ def echo_replies_of_every_size_cross_the_path(t):
     problems = _judge(request, pkts, _link_mtu(t))
     if pkts is not None and F.ipv6_length(pkts[0]) != size and not F.is_fragment(pkts[0]):
         problems.append(f"the reply is {F.ipv6_length(pkts[0])} octets, not {size}")
-    return _verdict(t, [f"reply to {peer.name}: {_sizes(pkts) if pkts else 'none'} octets"], problems)
+    return t.conclude([f"reply to {peer.name}: {_sizes(pkts) if pkts else 'none'} octets"], problems)
 
 
 @check(
@@ -198,24 +193,33 @@ def pmtu_is_stored_per_destination(t):
     tn3 = _remote(path, "TN3")
     pkts, problems = _baseline(t, tn2)
     if pkts is None:
-        return t.failed("no Echo Reply to TN2 before the Packet Too Big")
+        raise _no_baseline(t, "TN2")
     t.send(_ptb(path, pkts[0], IPV6_MIN_MTU), label="Packet Too Big (MTU 1280) for TN2's path")
     _settle(t)
     p2, seen = _after_ptb(t, tn2, IPV6_MIN_MTU, seqs=(2, 3, 4))
     request, other = _reply(t, tn3, _link_mtu(t), 5)
     p3 = [f"reply to TN3: {x}" for x in _judge(request, other, _link_mtu(t))]
     seen.append(f"to TN3: {_sizes(other) if other else 'none'}")
-    return _verdict(t, seen, problems + p2 + p3)
+    return t.conclude(seen, problems + p2 + p3)
+
+
+def _no_baseline(t, name: str):
+    """The DUT did not answer the full-size Echo Request that precedes the
+    Packet Too Big: the PMTU clause is not judged (NOT_JUDGED); answering
+    Echo Requests from an off-link node is judged by the Echo check."""
+    return t.not_judged(f"echo:{name}", "icmpv6.echo_request_is_answered#B",
+                        f"no Echo Reply to {name} (off-link, through TR1) before the Packet Too Big, so there was "
+                        "nothing to send a Packet Too Big about")
 
 
 def _reduce(t, path, peer, *, mtu=IPV6_MIN_MTU, code=0, src=None, label=""):
     pkts, problems = _baseline(t, peer)
     if pkts is None:
-        return t.failed(f"no Echo Reply to {peer.name} before the Packet Too Big")
+        raise _no_baseline(t, peer.name)
     t.send(_ptb(path, pkts[0], mtu, code=code, src=src), label=label or f"Packet Too Big (MTU {mtu}, code {code})")
     _settle(t)
     p2, seen = _after_ptb(t, peer, mtu, seqs=(2, 3))
-    return _verdict(t, [f"before: {_sizes(pkts)}", *seen], problems + p2)
+    return t.conclude([f"before: {_sizes(pkts)}", *seen], problems + p2)
 
 
 @check(
@@ -298,13 +302,13 @@ def packet_too_big_below_the_minimum_mtu_is_discarded(t):
     path, peer = _path_with(t)
     pkts, problems = _baseline(t, peer)
     if pkts is None:
-        return t.failed("no Echo Reply to TN2 before the Packet Too Big")
+        raise _no_baseline(t, "TN2")
     t.send(_ptb(path, pkts[0], t.p.mtu), label=f"Packet Too Big (MTU {t.p.mtu})")
     _settle(t)
     p2, seen = _after_ptb(t, peer, _link_mtu(t), seqs=(2, 3))
     if p2:
         p2.insert(0, f"the DUT applied the Packet Too Big reporting {t.p.mtu}")
-    return _verdict(t, seen, problems + p2)
+    return t.conclude(seen, problems + p2)
 
 
 @check(
@@ -328,7 +332,7 @@ def packet_too_big_never_increases_the_pmtu(t):
     path, peer = _path_with(t)
     pkts, problems = _baseline(t, peer)
     if pkts is None:
-        return t.failed("no Echo Reply to TN2 before the Packet Too Big")
+        raise _no_baseline(t, "TN2")
     t.send(_ptb(path, pkts[0], IPV6_MIN_MTU), label="Packet Too Big (MTU 1280)")
     _settle(t)
     request, reduced = _reply(t, peer, _link_mtu(t), 2)
@@ -338,7 +342,7 @@ def packet_too_big_never_increases_the_pmtu(t):
     t.send(_ptb(path, reduced[0], t.p.mtu), label=f"Packet Too Big (MTU {t.p.mtu})")
     _settle(t)
     p2, seen = _after_ptb(t, peer, IPV6_MIN_MTU, seqs=(3, 4))
-    return _verdict(t, [f"after MTU 1280: {_sizes(reduced)}", *seen], problems + p2)
+    return t.conclude([f"after MTU 1280: {_sizes(reduced)}", *seen], problems + p2)
 
 
 @check(
@@ -362,7 +366,7 @@ def ra_mtu_option_sets_the_link_mtu(t):
     peer = _remote(path, "TN2")
     _settle(t)
     problems, seen = _after_ptb(t, peer, IPV6_MIN_MTU, seqs=(1, 2))
-    return _verdict(t, seen, problems)
+    return t.conclude(seen, problems)
 
 
 @check(
@@ -384,7 +388,7 @@ def packet_too_big_not_matching_sent_traffic_is_ignored(t):
     path, peer = _path_with(t)
     pkts, problems = _baseline(t, peer)
     if pkts is None:
-        return t.failed("no Echo Reply to TN2 before the Packet Too Big")
+        raise _no_baseline(t, "TN2")
     forged = pkts[0].copy()
     forged[ICMPv6EchoReply].id ^= 0x5A5A
     forged[ICMPv6EchoReply].cksum = None
@@ -395,7 +399,7 @@ def packet_too_big_not_matching_sent_traffic_is_ignored(t):
     if p2:
         p2.insert(0, f"the DUT applied a Packet Too Big quoting an Echo Reply (identifier "
                      f"{forged[ICMPv6EchoReply].id:#06x}) it never sent")
-    return _verdict(t, seen, problems + p2)
+    return t.conclude(seen, problems + p2)
 
 
 # -- v6LC.4.1.9: no increase within five minutes ---------------------------------------------
@@ -419,7 +423,7 @@ def pmtu_is_not_raised_within_five_minutes(t):
     path, peer = _path_with(t)
     pkts, problems = _baseline(t, peer)
     if pkts is None:
-        return t.failed("no Echo Reply to TN2 before the Packet Too Big")
+        raise _no_baseline(t, "TN2")
     ptb_time = t.send(_ptb(path, pkts[0], IPV6_MIN_MTU), label="Packet Too Big (MTU 1280)")
     _settle(t)
     seen = []
@@ -437,7 +441,7 @@ def pmtu_is_not_raised_within_five_minutes(t):
             return t.failed(f"{'; '.join(seen)}: at {elapsed:.0f} s after the PTB: {'; '.join(p)}")
         seq += 1
     t.measure("probes", len(marks))
-    return _verdict(t, [f"{len(marks)} replies over {PMTU_INCREASE_MIN_S - margin:.0f} s: " + ", ".join(seen)],
+    return t.conclude([f"{len(marks)} replies over {PMTU_INCREASE_MIN_S - margin:.0f} s: " + ", ".join(seen)],
                     problems)
 
 
@@ -451,6 +455,8 @@ def _originate(t, group: str, total: int) -> list[Packet]:
         proc.wait(timeout=t.reply_timeout + 10)
     except subprocess.TimeoutExpired:
         proc.kill()
+    else:
+        t.control.check_exit(proc)
     t.wait(t.reply_timeout / 4)
     return [f.pkt for f in t.collect(M.ipv6_to(group), 0, since=since)]
 
@@ -508,7 +514,7 @@ def packet_too_big_for_a_multicast_destination_is_honoured(t):
     t.send(_ptb(path, whole, IPV6_MIN_MTU), label=f"Packet Too Big (MTU 1280) for {MULTICAST_GROUP}")
     _settle(t)
     problems, seen = _probe_multicast(t, MULTICAST_GROUP, IPV6_MIN_MTU)
-    return _verdict(t, [seen], problems)
+    return t.conclude([seen], problems)
 
 
 @check(
@@ -549,4 +555,4 @@ def multicast_pmtu_is_the_smallest_reported(t):
     p3, seen3 = _probe_multicast(t, MULTICAST_GROUP, IPV6_MIN_MTU)
     problems = [f"after TR1 (1400): {x}" for x in p1] + [f"after TR2 (1280): {x}" for x in p2] + [
         f"after TR1 again (1400): {x}" for x in p3]
-    return _verdict(t, [f"after TR1: {seen1}", f"after TR2: {seen2}", f"after TR1 again: {seen3}"], problems)
+    return t.conclude([f"after TR1: {seen1}", f"after TR2: {seen2}", f"after TR1 again: {seen3}"], problems)

@@ -27,6 +27,7 @@ from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
 from ..net import match as M
+from ..net import nce
 from ..net import packets as P
 from ..net.nd import ND_HOP_LIMIT, fresh_prefix, prefix_option, router_advertisement
 from ..net.rd import (
@@ -129,7 +130,7 @@ def rs_is_sent_at_interface_start(t):
             problems.append(f"the second RS came {gap:.3f} s after the first, sooner than "
                             f"{_rs_gap_floor():g} s (RTR_SOLICITATION_INTERVAL {RTR_SOLICITATION_INTERVAL:g} s -10 %)")
         problems += [f"second RS: {p}" for p in _judge_rs(t, second)]
-    return t.failed(f"{detail}: {'; '.join(problems)}") if problems else t.passed(detail)
+    return t.conclude(detail, problems)
 
 
 @check(
@@ -158,7 +159,7 @@ def rs_retransmissions_keep_their_spacing(t):
     detail = f"{len(times)} Router Solicitations; gaps {gaps} s"
     problems = [f"a gap of {g:.3f} s is shorter than {_rs_gap_floor():g} s" for g in gaps if g < _rs_gap_floor()]
     problems += [f"the gaps shrink ({a:.3f} s then {b:.3f} s)" for a, b in itertools.pairwise(gaps) if b < a * 0.9]
-    return t.failed(f"{detail}: {'; '.join(problems)}") if problems else t.passed(detail)
+    return t.conclude(detail, problems)
 
 
 def _ra_effects(t, router, prefix, chlim: int, since: float) -> list[str]:
@@ -261,10 +262,10 @@ def solicited_ra_stops_solicitations(t):
     seen = (f"invalid RA ({_INVALID_RA_PARTS[t.p.how]}); "
             + (f"next RS {later.time - first.time:.3f} s after the first" if later else "no further RS"))
     if problems:
-        return t.failed(f"{seen}: {'; '.join(problems)}")
+        return t.conclude(seen, problems)
     took, after = _valid_ra_takes_effect(t, tr1, chlim)
     seen = f"{seen}; no address from {prefix} and Cur Hop Limit {chlim} not applied"
-    return t.passed(f"{seen}; {after}") if took else t.failed(f"{seen}; {after}")
+    return t.conclude(f"{seen}; {after}", [] if took else [after])
 
 
 @check(
@@ -309,7 +310,7 @@ def host_ignores_router_solicitations(t):
     seen = (f"{'resolved' if resolved else 'did not resolve'} {tn1.link_local} with an NS, "
             f"{'answered' if replied else 'did not answer'} its Echo Request, no RA")
     if problems:
-        return t.failed("; ".join(problems))
+        return t.failed(seen, problems)
     if not t.alive(method="echo"):
         return t.failed(f"{seen}, but the DUT stopped answering afterwards")
     return t.passed(seen)
@@ -389,7 +390,8 @@ def cur_hop_limit_is_applied(t):
         detail = f"hop limit {before} before, {seen} after an RA with Cur Hop Limit {chlim}"
         return t.verdict(seen == [chlim], detail)
     if seen != [chlim]:
-        return t.failed(f"setup: an RA with Cur Hop Limit {chlim} left the DUT's Echo Replies at {seen}")
+        raise t.not_judged("cur-hop-limit", "rd.cur_hop_limit_is_applied#B",
+                           f"an RA with Cur Hop Limit {chlim} left the DUT's Echo Replies at {seen}")
     t.send(router_advertisement(tr1, router_lifetime=0, cur_hop_limit=0), label="RA, Cur Hop Limit 0")
     t.wait(0.2)
     _last, seen = echo_hop_limit(t, tn1)
@@ -434,8 +436,7 @@ def router_lifetime_is_honoured(t):
     lifetime = t.p.lifetime
     start = t.port.now()
     conf = autoconfigure(t, tr1, router_lifetime=lifetime)
-    if conf.address is None:
-        return t.failed(conf.missing())
+    conf.require(t)
     if t.p.case == "refreshed":
         t.wait(max(0.0, start + lifetime / 2 - t.port.now()))
         t.send(router_advertisement(tr1, router_lifetime=lifetime), label=f"the same RA again (lifetime {lifetime} s)")
@@ -446,7 +447,8 @@ def router_lifetime_is_honoured(t):
         return t.verdict(used, detail)
     used, how = _router_in_use(t, tr1, tn2, conf.address)
     if not used:
-        return t.failed(f"setup: right after TR1's RA (lifetime {lifetime} s) the answer went {how}")
+        raise t.not_judged("default-router:TR1", "rd.router_lifetime_is_honoured#A",
+                           f"right after TR1's RA (lifetime {lifetime} s) the answer went {how}")
     if t.p.case == "zero":
         t.send(router_advertisement(tr1, router_lifetime=0), label="RA with Router Lifetime 0")
         t.wait(0.2)
@@ -634,7 +636,7 @@ def ra_updates_neighbor_cache(t):
         t.wait(0.2)
     why = _reach_state(t, tr1, t.p.state)
     if why:
-        return t.failed(f"setup ({t.p.state.upper()}): {why}")
+        raise t.not_judged(f"nce-{t.p.state}:TR1", nce.STATE_JUDGES[t.p.state], why)
     new_mac = P.random_mac() if t.p.sllao == "changed" else old_mac
     ra = router_advertisement(tr1, router_lifetime=0, sllao=t.p.sllao != "absent",
                               retrans_ms=1000 if t.p.state in ("probe", "incomplete") else 0)
@@ -713,7 +715,7 @@ def ra_sets_is_router(t):
     tr1.is_router = False  # answers NS with R=0 first: a host
     why = _reach_state(t, tr1, "reachable")
     if why:
-        return t.failed(f"setup (TR1 as a host neighbour): {why}")
+        raise t.not_judged("nce-reachable:TR1", nce.STATE_JUDGES["reachable"], f"TR1 as a host neighbour: {why}")
     tr1.is_router = True
     new_mac = P.random_mac() if t.p.sllao == "changed" else tr1.mac
     prefix = fresh_prefix(avoid=t.target.link_prefix)
@@ -752,8 +754,7 @@ def offlink_destination_goes_to_default_router(t):
     sender selects a router from the Default Router List' (RFC 4861 §5.2)."""
     tr1 = t.tr1
     conf = autoconfigure(t, tr1, router_lifetime=600)
-    if conf.address is None:
-        return t.failed(conf.missing())
+    conf.require(t)
     path = next_hop_for(t, offlink_node(t), conf.address, via=tr1)
     return t.verdict(path.kind == "router", f"the answer to an off-link node went {path.describe()}")
 
@@ -788,7 +789,7 @@ def onlink_prefix_of_any_length_is_onlink(t):
     if path.kind != "on-link":
         problems.append(f"the answer to {tn1.global_addr} went {path.describe()}")
     detail = f"answer to {tn1.global_addr} (inside {long_prefix}) went {path.describe()}"
-    return t.failed("; ".join(problems)) if problems else t.passed(detail + "; no address formed from the /96")
+    return t.conclude(detail, problems, passed=detail + "; no address formed from the /96")
 
 
 @check(
@@ -906,12 +907,12 @@ def default_router_switch(t):
     t.send(router_advertisement(tr2, router_lifetime=600, prefixes=[prefix_option(prefix, valid=600, preferred=600)]),
            label="RA from TR2")
     conf = autoconfigure(t, tr1, prefix, router_lifetime=600)
-    if conf.address is None:
-        return t.failed(conf.missing())
+    conf.require(t)
     tn2 = offlink_node(t)
     first = next_hop_for(t, tn2, conf.address, via=tr1, routers=[tr1, tr2])
     if first.kind != "router":
-        return t.failed(f"setup: the answer to an off-link node went {first.describe()}")
+        raise t.not_judged("default-router", "rd.router_lifetime_is_honoured#A",
+                           f"the answer to an off-link node went {first.describe()}, not through a router")
     used, other = first.router, (tr2 if first.router is tr1 else tr1)
     used.answers_ns = False
     t.note(f"{used.name} stops answering Neighbor Solicitations")

@@ -41,6 +41,8 @@ def _lookup(t, name: str, resolver: Resolver, want: str, *, window: float) -> tu
             except subprocess.TimeoutExpired:
                 proc.kill()
                 output, _ = proc.communicate()
+            else:
+                t.control.check_exit(proc)
         t.wait(0.1)  # frames still in flight
         asked = resolver.asked(since, want)
         if asked or t.port.now() >= deadline:
@@ -165,7 +167,8 @@ def dns_options_expire(t):
         asked, _ = _lookup(t, lookup, resolver, name, window=_use_window(t))
         first_at = asked[0].time - sent if asked else None
         if not asked:
-            return t.failed(f"setup: no query for {name} reached {node.global_addr} while the option was valid")
+            raise t.not_judged("resolver-in-use", "rdnss.advertised_resolver_is_used#",
+                               f"no query for {name} reached {node.global_addr} while the option was valid")
         if t.p.lifetime == 0:
             sent = _advertise(t, node, prefix=prefix, rdnss_lifetime=0)
             t.wait(_expiry_slack(t))

@@ -56,7 +56,8 @@ class RedirectBench:
         since = self.t.send(nb.echo_request(), label="Echo Request from TR2 to the DUT's link-local address")
         if self.t.port.expect(self.t.from_dut(nb.is_reply), self.t.reply_timeout + 3 * self.t.retrans_timer,
                               since=since) is None:
-            raise Deviation("setup: no Echo Reply to TR2's link-local Echo Request (TR2 answered the DUT's NS)")
+            raise Deviation("setup: no Echo Reply to TR2's link-local Echo Request (TR2 answered the DUT's NS)",
+                            name="nce:TR2", judged_by=nce.STATE_JUDGES["reachable"])
 
     def first_hop(self, src: str | None = None, step: str = "before the Redirect"):
         """Step 1-2: the DUT answers TN1 through TR1, its only router."""
@@ -79,34 +80,31 @@ class RedirectBench:
                         redirected=redirected, trim=rh != "oversized", **fields)
 
     def answer_via(self, node, src: str | None = None):
-        """Forward an Echo Request from TN1 (or ``src``); judge the first hop."""
+        """Forward an Echo Request from TN1 (or ``src``); judge the first hop: (seen, problems)."""
         self.t.wait(nce.SETTLE_S)
         src = src or self.tn1.offlink
         answer = self.fh.ask(src)
         seen = answer.describe(self.fh.names)
         if answer.mac != node.mac.lower():
             where = "nowhere" if answer.mac is None else f"to {self.fh.names.get(answer.mac, answer.mac)}"
-            return [f"the answer to {src} went {where}, not to {node.name} ({node.mac})"], seen
-        return [], seen
+            return seen, [f"the answer to {src} went {where}, not to {node.name} ({node.mac})"]
+        return seen, []
 
-
-    def discard_then_valid(self, problems, seen):
+    def discard_then_valid(self, seen, problems):
         """No vacuous PASS: once an invalid Redirect was discarded, a valid
         one (TR1: TN1 is on-link, with TN1's TLLA) must be followed, or the
-        DUT may ignore every Redirect and the discard proves nothing."""
+        DUT may ignore every Redirect and the discard proves nothing.
+        (seen, problems) in, (seen, problems) out, for ``t.conclude``."""
         if problems:
-            return problems, seen
+            return seen, problems
         self.t.send(self.redirect(target=self.tn1.offlink, tlla=self.tn1.mac),
                     label="valid Redirect from TR1: TN1 is on-link (its effect is required)")
-        after, how = self.answer_via(self.tn1)
+        how, after = self.answer_via(self.tn1)
         if after:
-            return ([f"then a valid Redirect (TN1 on-link) was not followed either ({after[0]}): the DUT ignores "
-                     f"every Redirect, so the discard proves nothing"], f"{seen}; after a valid Redirect: {how}")
-        return [], f"{seen}; a valid Redirect afterwards was followed ({how})"
-
-
-def _verdict(t, problems, seen):
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+            return (f"{seen}; after a valid Redirect: {how}",
+                    [f"then a valid Redirect (TN1 on-link) was not followed either ({after[0]}): the DUT ignores "
+                     f"every Redirect, so the discard proves nothing"])
+        return f"{seen}; a valid Redirect afterwards was followed ({how})", []
 
 
 def _options_parts(letters_globals, *, expect, fault):
@@ -147,7 +145,7 @@ def redirect_to_on_link_destination_is_followed(t):
     b.first_hop()
     t.send(b.redirect(target=b.tn1.offlink, tlla=b.tn1.mac if t.p.tlla else None, rh=t.p.rh,
                       to_link_local=t.p.to_link_local), label="Redirect from TR1: TN1 is on-link")
-    return _verdict(t, *b.answer_via(b.tn1))
+    return t.conclude(*b.answer_via(b.tn1))
 
 
 @check(
@@ -182,7 +180,7 @@ def suspicious_on_link_redirect_is_followed(t):
     fields = {"options": [unrecognized_option()]} if t.p.how == "unrecognized_option" else (
         {"reserved": 0xFFFFFFFF} if t.p.how == "reserved" else {})
     t.send(b.redirect(target=b.tn1.offlink, tlla=b.tn1.mac, **fields), label=f"Redirect from TR1 ({t.p.how})")
-    return _verdict(t, *b.answer_via(b.tn1))
+    return t.conclude(*b.answer_via(b.tn1))
 
 
 @check(
@@ -206,7 +204,7 @@ def redirect_to_alternate_router_is_followed(t):
     b.first_hop()
     t.send(b.redirect(target=b.tr2.link_local, tlla=b.tr2.mac if t.p.tlla else None, rh=t.p.rh,
                       to_link_local=t.p.to_link_local), label="Redirect from TR1: use TR2")
-    return _verdict(t, *b.answer_via(b.tr2))
+    return t.conclude(*b.answer_via(b.tr2))
 
 
 @check(
@@ -232,7 +230,7 @@ def suspicious_alternate_router_redirect_is_followed(t):
     b.first_hop()
     fields = {"options": [unrecognized_option()]} if t.p.how == "unrecognized_option" else {"reserved": 0xFFFFFFFF}
     t.send(b.redirect(target=b.tr2.link_local, tlla=b.tr2.mac, **fields), label=f"Redirect from TR1 ({t.p.how})")
-    return _verdict(t, *b.answer_via(b.tr2))
+    return t.conclude(*b.answer_via(b.tr2))
 
 
 @check(
@@ -256,12 +254,12 @@ def second_redirect_from_new_first_hop_is_followed(t):
     tr3 = b.fh.router("TR3")
     b.first_hop()
     t.send(b.redirect(target=b.tr2.link_local), label="Redirect from TR1: use TR2")
-    problems, seen1 = b.answer_via(b.tr2)
+    seen1, problems = b.answer_via(b.tr2)
     if problems:
-        return t.failed(f"after the first Redirect: {seen1}: {'; '.join(problems)}")
+        return t.failed(f"after the first Redirect: {seen1}", problems)
     t.send(b.redirect(target=tr3.link_local, sender=b.tr2), label="Redirect from TR2: use TR3")
-    problems, seen2 = b.answer_via(tr3)
-    return _verdict(t, problems, f"after TR1's Redirect: {seen1}; after TR2's: {seen2}")
+    seen2, problems = b.answer_via(tr3)
+    return t.conclude(f"after TR1's Redirect: {seen1}; after TR2's: {seen2}", problems)
 
 
 @check(
@@ -291,7 +289,7 @@ def redirect_with_foreign_option_is_followed(t):
     opt = {"mtu": ICMPv6NDOptMTU(mtu=1400), "prefix": prefix_option(b.fh.prefix),
            "sllao": ICMPv6NDOptSrcLLAddr(lladdr=b.tr1.mac)}[t.p.option]
     t.send(b.redirect(target=b.tr2.link_local, options=[opt]), label=f"Redirect from TR1 with a {t.p.option} option")
-    return _verdict(t, *b.answer_via(b.tr2))
+    return t.conclude(*b.answer_via(b.tr2))
 
 
 @check(
@@ -312,7 +310,7 @@ def redirect_without_destination_cache_entry_is_followed(t):
     implementation SHOULD create such an entry' (RFC 4861 §8.3)."""
     b = RedirectBench(t, alternate=True)
     t.send(b.redirect(target=b.tr2.link_local, tlla=b.tr2.mac), label="Redirect from TR1 (no traffic to TN1 yet)")
-    return _verdict(t, *b.answer_via(b.tr2))
+    return t.conclude(*b.answer_via(b.tr2))
 
 
 # ================================================================================================
@@ -412,7 +410,7 @@ def invalid_on_link_redirect_is_ignored(t):
     b.first_hop()
     t.send(_invalid_redirect(b, t.p.how, target=b.tn1.offlink, tlla=b.tn1.mac, other_router=other),
            label=f"invalid Redirect ({t.p.how}): TN1 is on-link")
-    return _verdict(t, *b.discard_then_valid(*b.answer_via(b.tr1)))
+    return t.conclude(*b.discard_then_valid(*b.answer_via(b.tr1)))
 
 
 @check(
@@ -436,7 +434,7 @@ def invalid_alternate_router_redirect_is_ignored(t):
     b.first_hop()
     t.send(_invalid_redirect(b, t.p.how, target=b.tr2.link_local, tlla=b.tr2.mac, other_router=other),
            label=f"invalid Redirect ({t.p.how}): use TR2")
-    return _verdict(t, *b.discard_then_valid(*b.answer_via(b.tr1)))
+    return t.conclude(*b.discard_then_valid(*b.answer_via(b.tr1)))
 
 
 @check(
@@ -459,7 +457,7 @@ def fragmented_redirect_is_ignored(t):
     b.first_hop()
     for frag in nce.fragments(b.redirect(target=b.tr2.link_local, tlla=b.tr2.mac, rh=True), first=32):
         t.send(frag, label="fragment of a Redirect from TR1: use TR2")
-    return _verdict(t, *b.discard_then_valid(*b.answer_via(b.tr1)))
+    return t.conclude(*b.discard_then_valid(*b.answer_via(b.tr1)))
 
 
 # ================================================================================================
@@ -554,7 +552,7 @@ def _redirect_updates(t, state: str):
     else:
         problems, seen = nce.judge_by_echo(nb, expect, since)
     text = f"TR2 {state.upper()}, Redirect sent; then {seen}"
-    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+    return t.conclude(text, problems)
 
 
 def _nc_check(state: str, ipv6ready: str, title: str, doc_extra: str):
@@ -620,7 +618,7 @@ def invalid_redirect_does_not_update_neighbor_cache(t):
                              other_router=other),
            label=f"invalid Redirect ({t.p.how}): TN2 via TR2, with a TLLA")
     problems, seen = nce.judge_by_echo(nb, Expect("none"))
-    return _verdict(t, *b.discard_then_valid(problems, f"TR2 had no entry, invalid Redirect sent; then {seen}"))
+    return t.conclude(*b.discard_then_valid(f"TR2 had no entry, invalid Redirect sent; then {seen}", problems))
 
 
 # ================================================================================================
@@ -683,7 +681,7 @@ def router_sends_redirects_when_allowed(t):
         problems.append(f"Target {rd.tgt}, not {dst}")
     if len(bytes(frame.pkt[IPv6])) > 1280:
         problems.append(f"{len(bytes(frame.pkt[IPv6]))} octets, more than 1280")
-    return _verdict(t, problems, f"Redirect to {frame.pkt[IPv6].dst}: Target {rd.tgt}, Destination {rd.dst}")
+    return t.conclude(f"Redirect to {frame.pkt[IPv6].dst}: Target {rd.tgt}, Destination {rd.dst}", problems)
 
 
 @check(

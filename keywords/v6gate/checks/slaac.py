@@ -94,7 +94,7 @@ def link_local_address_is_probed_before_use(t):
     if not ok:
         problems.append(seen)
     detail = f"DAD NS for {address} {dad.time - since:.3f} s after the restart; {seen}"
-    return t.failed(f"{detail}: {'; '.join(problems)}") if problems else t.passed(detail)
+    return t.conclude(detail, problems)
 
 
 def _prefix_of_kind(t, kind: str) -> ipaddress.IPv6Network:
@@ -155,7 +155,7 @@ def global_address_is_formed_and_probed(t):
     if not ok:
         problems.append(seen)
     detail = f"DAD NS for {address} {dad.time - since:.3f} s after the RA; {seen}"
-    return t.failed(f"{detail}: {'; '.join(problems)}") if problems else t.passed(detail)
+    return t.conclude(detail, problems)
 
 
 # -- DAD for a tentative address (v6LC.3.1.2 - 3.1.5) ------------------------------------------------
@@ -500,7 +500,7 @@ def multiple_prefixes_and_renumbering(t):
         seen.append(f"after {p1} expired: {how}")
         if ok != want:
             problems.append(f"after {p1} expired: {how}")
-    return t.failed("; ".join(problems)) if problems else t.passed("; ".join(seen))
+    return t.conclude("; ".join(seen), problems)
 
 
 def _pio_case(t, case: str, prefix: ipaddress.IPv6Network) -> tuple[list, str]:

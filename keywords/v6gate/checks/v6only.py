@@ -87,13 +87,14 @@ def nat64_facts(t) -> Nat64Facts:
 
 
 # -- the DUT acting through its control adapter --------------------------------------------------
-def _finish(proc: subprocess.Popen, timeout: float) -> tuple[int | None, str, str]:
+def _finish(t, proc: subprocess.Popen, timeout: float) -> tuple[int | None, str, str]:
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
         return None, out or "", err or ""
+    t.control.check_exit(proc, err)  # ssh exit 255 is the bench's failure, not the DUT's answer
     return proc.returncode, out or "", err or ""
 
 
@@ -111,7 +112,7 @@ def require_dut_ipv4(t, node, v4: ipaddress.IPv4Interface, tester_ipv4: str) -> 
 def dut_resolves(t, name: str, family: str = "any") -> list[str]:
     """The addresses the DUT's own resolver returns for ``name``."""
     limit = max(2.0, 2 * t.reply_timeout)
-    _, out, _ = _finish(t.control.resolve(name, family=family, timeout_s=limit), limit + 2)
+    _, out, _ = _finish(t, t.control.resolve(name, family=family, timeout_s=limit), limit + 2)
     return V.parse_addresses(out)
 
 
@@ -132,14 +133,14 @@ def dut_resolves_within(t, name: str, within: float, family: str = "any", again=
 
 def dut_connects(t, host: str, port: int, proto: str = "tcp") -> tuple[bool, str]:
     limit = max(2.0, 2 * t.reply_timeout)
-    rc, _, err = _finish(t.control.connect(host, port, proto=proto, timeout_s=limit), limit + 2)
+    rc, _, err = _finish(t, t.control.connect(host, port, proto=proto, timeout_s=limit), limit + 2)
     detail = (err.strip().splitlines() or [""])[-1]
     t.note(f"the DUT's connection to {host} port {port}/{proto}: {'ok' if rc == 0 else f'failed {detail}'}")
     return rc == 0, detail or ("timed out" if rc is None else f"exit {rc}")
 
 
 def dut_pings(t, dst: str) -> bool:
-    rc, _, _ = _finish(t.control.ping(dst, count=1, wait_s=max(1.0, t.reply_timeout)), t.reply_timeout + 3)
+    rc, _, _ = _finish(t, t.control.ping(dst, count=1, wait_s=max(1.0, t.reply_timeout)), t.reply_timeout + 3)
     return rc == 0
 
 
@@ -548,8 +549,7 @@ def names_are_resolved_over_ipv6(t):
         problems.append(f"IPv4 meanwhile: {_counts(bad)} (first {firsts[0]})")
     seen = (f"{len(queries)} queries for {name} over IPv6 to {dns.node.global_addr} ({', '.join(q.qtype for q in queries)})"
             f", answer {addrs or 'none'}")
-    return t.failed(f"{'; '.join(problems)} ({seen})") if problems else t.passed(f"learned by {how}: {seen}; "
-                                                                                   "no DNS over IPv4")
+    return t.conclude(seen, problems, passed=f"learned by {how}: {seen}; no DNS over IPv4")
 
 
 # =====================================================================================================
@@ -644,7 +644,7 @@ def declared_services_answer_over_ipv6(t):
             elif not ok6 and not ok4:
                 problems.append(f"{s['name']} port {port}/{t.p.proto} does not answer over IPv6 ({six})")
     seen = "; ".join(rows) + ("" if v4 else " (the DUT has no IPv4 address: extensions.v6only.ipv4 is not set)")
-    return t.failed(f"{'; '.join(problems)} ({seen})") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 @check(
@@ -777,7 +777,7 @@ def clat_uses_the_discovered_nat64_prefix(t):
     elif not ok:
         problems.append(f"SYN to {expected} from {first.src}, but the connection to {literal} failed: {detail}")
     if problems:
-        return t.failed("; ".join(problems))
+        return t.failed(f"NAT64 prefix {nat64} from {source}", problems)
     return t.passed(f"NAT64 prefix {nat64} from {source}: the connection to {literal}:{port} left as a SYN from "
                     f"{first.src} to {expected} (+{first.time - since:.3f} s) and succeeded")
 

@@ -98,6 +98,7 @@ class Check:
     uncontrollable: str | None = None
     lab_services: frozenset[str] = frozenset()
     dut_config: str | None = None
+    common_setup: tuple[str, ...] | None = None  # None: the area's (core/setup.py); () a cold start
 
     # resolved per part -------------------------------------------------------
     def part(self, letter: str | None) -> Part:
@@ -145,7 +146,8 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
           parts: Iterable[Part] | None = None, capabilities: Iterable[str] = ("Core",), scope: str = "both",
           fault: str | None = None, profile: str = "default", needs: Iterable[str] = (),
           liveness: str | None = "ns", kind: str = "check", uncontrollable: str | None = None,
-          lab_services: Iterable[str] = (), dut_config: str | None = None, id: str | None = None):
+          lab_services: Iterable[str] = (), dut_config: str | None = None, id: str | None = None,
+          common_setup: Iterable[str] | None = None):
     """Register a check.  See the module docstring."""
 
     def register(func: Callable) -> Callable:
@@ -166,7 +168,8 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
         c = Check(id=check_id, area=area, title=title, rfc=rfc, expect=expect, func=func, ipv6ready=ipv6ready,
                   parts=plist, capabilities=tuple(capabilities), scope=scope, fault=fault, profile=profile,
                   needs=frozenset(needs), liveness=liveness, kind=kind, doc=(func.__doc__ or "").strip(),
-                  uncontrollable=uncontrollable, lab_services=frozenset(lab_services), dut_config=dut_config)
+                  uncontrollable=uncontrollable, lab_services=frozenset(lab_services), dut_config=dut_config,
+                  common_setup=tuple(common_setup) if common_setup is not None else None)
         REGISTRY[check_id] = c
         func.check = c
         return func

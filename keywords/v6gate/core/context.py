@@ -7,7 +7,15 @@ helpers:
 * ``t.expect_reply(probe, match, what=...)``  -> the matching frame or None
 * ``t.expect_silence(probe, match, what=...)`` -> PASS only if nothing
   matching arrived *and* the DUT is still alive afterwards
-* ``t.passed(seen)`` / ``t.failed(seen)`` with what was observed.
+* ``t.conclude(seen, problems)``: FAIL listing the problems (each problem
+  first: "hop limit 254, not 255"), else PASS with what was observed;
+  ``t.passed(seen)`` / ``t.failed(seen, problems)`` where the verdict is plain.
+* ``t.not_judged(name, judged_by, detail)``: the DUT did not reach what the
+  check presupposes (verdict NOT_JUDGED; the check ``judged_by`` judges it).
+
+When an expected answer does not come, ``expect_reply`` keeps what the DUT
+did send in the window (``t.dut_sent``, decoded, with times); a FAIL or
+NOT_JUDGED carries it into the result.
 
 Anything the bench cannot do raises ``BenchError`` (verdict ERROR) or
 ``NotApplicable`` / ``NotSupported`` (verdict SKIP with the reason).
@@ -19,17 +27,27 @@ import ipaddress
 import time
 from types import SimpleNamespace
 
-from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr, IPv6
+from scapy.layers.inet6 import (
+    ICMPv6EchoRequest,
+    ICMPv6ND_NS,
+    ICMPv6ND_RA,
+    ICMPv6NDOptPrefixInfo,
+    ICMPv6NDOptSrcLLAddr,
+    IPv6,
+)
+from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
 from ..errors import BenchError
+from ..net import decode
 from ..net import match as M
 from ..net import packets as P
 from ..net.nodes import EmulatedNode
 from ..net.port import Frame, Port
 from .check import Check, Part
 from .control import Control, NotSupported
-from .verdict import Outcome, Verdict
+from .setup import JUDGED_BY, ensure_neighbour, setup_of
+from .verdict import NotJudged, Outcome, Verdict
 
 
 class NotApplicable(Exception):
@@ -63,13 +81,47 @@ class DutView:
         except NotSupported:
             pass
         learned = self._learned.get(str(net))
+        predicted = self.predicted_address(net)
+        if learned is None and predicted and self.port is not None:
+            learned = predicted if self._answers_for(self.port, predicted) else None
+            if learned is None:
+                raise NotJudged("global-address", JUDGED_BY["global-address"],
+                                f"the DUT does not answer for {predicted}, the address its target file (dut.iid: "
+                                f"eui64) predicts in {net}: it did not form (or does not defend) it")
         if learned is None and self.port is not None:
             learned = self._probe_global(self.port, net)
         if learned:
             self._learned[str(net)] = learned
             return learned
-        raise BenchError(f"the DUT has no known global address in {net}: list it under dut.global in the "
-                         "target file, or give the tester a control adapter that can read it")
+        if self.port is None:
+            raise BenchError(f"the DUT has no known global address in {net}: list it under dut.global in the "
+                             "target file, or give the tester a control adapter that can read it")
+        raise NotJudged("global-address", JUDGED_BY["global-address"],
+                        f"no address of the DUT in {net} answered an all-nodes Echo Request from that prefix (the "
+                        "target file lists none under dut.global and the control adapter cannot read them)")
+
+    def predicted_address(self, net: ipaddress.IPv6Network) -> str | None:
+        """The address the target file makes computable in ``net``: with
+        ``dut.iid: eui64`` (and a /64), the prefix plus the EUI-64 of its MAC."""
+        if self.target.dut_iid == "eui64" and net.prefixlen == 64 and self.mac:
+            return P.address_in(net, P.eui64_iid(self.mac))
+        return None
+
+    def _answers_for(self, port: Port, addr: str) -> bool:
+        """Does the DUT answer a Neighbor Solicitation for ``addr``?"""
+        prober = EmulatedNode.fresh("ADDRPROBE", self.prefix)
+        port.add_responder(prober.responder)
+        try:
+            for _ in range(2):
+                ns = (prober.ipv6(P.solicited_node(addr), "", src=prober.link_local, hlim=255)
+                      / ICMPv6ND_NS(tgt=addr) / ICMPv6NDOptSrcLLAddr(lladdr=prober.mac))
+                since = port.send(ns)
+                if port.expect(M.all_of(M.from_mac(self.mac), M.na_for(addr)),
+                               float(self.target.timing["reply_timeout_s"]) / 2, since=since):
+                    return True
+            return False
+        finally:
+            port.remove_responder(prober.responder)
 
     def _probe_global(self, port: Port, net: ipaddress.IPv6Network) -> str | None:
         """Learn a global address from the wire: an Echo Request to all-nodes
@@ -78,12 +130,21 @@ class DutView:
         the DUT's address in the same prefix."""
         prober = EmulatedNode.fresh("ADDRPROBE", net)
         port.add_responder(prober.responder)
+        frames = []
         try:
-            req = prober.ipv6(P.ALL_NODES, "", src=prober.global_addr) / ICMPv6EchoRequest(id=0xAD0B, seq=1)
-            since = port.send(req)
-            frames = port.collect(M.all_of(M.from_mac(self.mac), M.echo_reply_to(req)),
-                                  float(self.target.timing["reply_timeout_s"]), since=since,
-                                  until=lambda fs: bool(fs))
+            # Common Test Setup: the DUT learns the prober's link-layer address first (an NS with its SLLA), so
+            # that the reply does not wait for address resolution (judged by v6LC.2.1.2, not here); retried once
+            ns = (prober.ipv6(P.solicited_node(self.link_local), "", src=prober.global_addr, hlim=255)
+                  / ICMPv6ND_NS(tgt=self.link_local) / ICMPv6NDOptSrcLLAddr(lladdr=prober.mac))
+            port.send(ns)
+            for seq in (1, 2):
+                req = prober.ipv6(P.ALL_NODES, "", src=prober.global_addr) / ICMPv6EchoRequest(id=0xAD0B, seq=seq)
+                since = port.send(req)
+                frames = port.collect(M.all_of(M.from_mac(self.mac), M.echo_reply_to(req)),
+                                      float(self.target.timing["reply_timeout_s"]), since=since,
+                                      until=lambda fs: bool(fs))
+                if frames:
+                    break
         finally:
             port.remove_responder(prober.responder)
         for f in frames:
@@ -117,6 +178,10 @@ class CheckContext:
         self.nodes: dict[str, EmulatedNode] = {}
         self._deferred: list = []
         self.cleanup_errors: list[str] = []  # exceptions of deferred cleanups (logged into the result)
+        self.dut_sent: list[str] = []
+        self._advertised: dict[tuple[str, str], dict] = {}  # router (mac, ll) -> {(prefix, len): (L, A)}
+        self.primed: set[str] = set()  # node addresses the DUT was given a neighbour entry for (common setup)
+        self.setup = setup_of(check)
         self.t0 = port.now()
 
     # -- emulated nodes ---------------------------------------------------------
@@ -146,7 +211,53 @@ class CheckContext:
         a responder an area's helper added to the port)."""
         self._deferred.append(fn)
 
+    def withdraw(self) -> None:
+        """Leave the DUT as found: every emulated router that advertised
+        itself or prefixes in this check sends a last RA with Router Lifetime
+        0 and those prefixes with zero lifetimes (an on-link prefix leaves
+        the DUT's prefix list at once; an address is deprecated, and RFC 4862
+        §5.5.3 e) lets it run out its remaining valid lifetime)."""
+        for (mac, ll), prefixes in self._advertised.items():
+            ra = (Ether(src=mac, dst=P.multicast_mac(P.ALL_NODES)) / IPv6(src=ll, dst=P.ALL_NODES, hlim=255)
+                  / ICMPv6ND_RA(routerlifetime=0, chlim=0) / ICMPv6NDOptSrcLLAddr(lladdr=mac))
+            for (prefix, plen), (onlink, auto) in prefixes.items():
+                try:
+                    net = ipaddress.IPv6Network(f"{prefix}/{plen}", strict=False)
+                except ValueError:
+                    continue
+                if net.overlaps(self.target.link_prefix):
+                    continue  # the link's own prefix is the link's router's to withdraw, not the check's
+                ra = ra / ICMPv6NDOptPrefixInfo(prefix=prefix, prefixlen=plen, L=onlink, A=auto, validlifetime=0,
+                                                preferredlifetime=0)
+            try:
+                self.port.send(ra)
+            except BenchError:
+                return
+        self._advertised.clear()
+
+    def _remember_advertisement(self, pkt) -> None:
+        if not isinstance(pkt, Packet) or ICMPv6ND_RA not in pkt or Ether not in pkt:
+            return
+        ra = pkt[ICMPv6ND_RA]
+        prefixes = {}
+        opt = pkt.getlayer(ICMPv6NDOptPrefixInfo)
+        i = 1
+        while opt is not None:
+            if opt.validlifetime and 0 < opt.prefixlen <= 128:  # a deliberately invalid option configured nothing
+                prefixes[(opt.prefix, opt.prefixlen)] = (opt.L, opt.A)
+            i += 1
+            opt = pkt.getlayer(ICMPv6NDOptPrefixInfo, i)
+        if ra.routerlifetime or prefixes:
+            key = (pkt[Ether].src, pkt[IPv6].src)
+            self._advertised.setdefault(key, {}).update(prefixes)
+
     def cleanup(self) -> None:
+        if self._advertised and "keep_state" not in self.setup:
+            try:
+                self.withdraw()
+            except Exception as exc:  # leaving the DUT tidy must never change the check's verdict
+                self.note(f"withdrawing the check's routers and prefixes failed: {type(exc).__name__}: {exc}")
+                self.cleanup_errors.append(f"withdraw: {type(exc).__name__}: {exc}")
         for n in self.nodes.values():
             self.port.remove_responder(n.responder)
         while self._deferred:
@@ -176,11 +287,22 @@ class CheckContext:
 
     # -- sending and receiving ------------------------------------------------------
     def to_dut(self, node: EmulatedNode, dst: str, src: str | None = None, **ipv6_fields) -> Packet:
-        """Ether/IPv6 from an emulated node to ``dst`` on the DUT."""
-        return node.ipv6(dst, self.dut.mac, src=src, **ipv6_fields)
+        """Ether/IPv6 from an emulated node to ``dst`` on the DUT.  With the
+        common setup ``nce`` (see core/setup.py) the DUT is first given a
+        neighbour entry for the packet's source."""
+        pkt = node.ipv6(dst, self.dut.mac, src=src, **ipv6_fields)
+        if "nce" in self.setup:
+            self.ensure_neighbour(node, pkt[IPv6].src)
+        return pkt
+
+    def ensure_neighbour(self, node: EmulatedNode, addr: str | None = None) -> None:
+        """Common test setup: the DUT holds a neighbour entry for ``node`` at
+        ``addr`` (default: its link-local address), or the check is NOT_JUDGED."""
+        ensure_neighbour(self, node, addr or node.link_local)
 
     def send(self, pkt: Packet | bytes, label: str | None = None) -> float:
         t = self.port.send(pkt)
+        self._remember_advertisement(pkt)
         self.note(f"sent {label or _summary(pkt)}")
         return t
 
@@ -198,9 +320,28 @@ class CheckContext:
         frame = self.port.expect(m, within if within is not None else self.reply_timeout, since=since)
         if frame is None:
             self.note(f"no {what} within {within if within is not None else self.reply_timeout:g} s")
+            self.record_dut_sent(since, what=what, invoking=[bytes(p[IPv6]) for p in probes
+                                                            if isinstance(p, Packet) and IPv6 in p])
         else:
             self.note(f"received {what}: {frame.summary()} (+{frame.time - since:.3f} s)")
         return frame
+
+    def names(self) -> decode.Names:
+        """Addresses named after the check's emulated nodes (and the DUT's own)."""
+        return decode.Names(self.nodes, {"DUT": self.dut.link_local})
+
+    def record_dut_sent(self, since: float, *, what: str = "answer", invoking=None, until: float | None = None,
+                        exclude: M.Matcher | None = None) -> list[str]:
+        """Keep (and return) what the DUT sent from ``since`` on, decoded,
+        when the expected ``what`` did not come; the result lists it."""
+        frames = [f for f in self.port.frames_since(since, M.from_mac(self.dut.mac))
+                  if (until is None or f.time <= until) and not (exclude and exclude(f.pkt))]
+        sent = decode.window(frames, since, self.names(), invoking or None)
+        self.note(f"awaiting {what}, the DUT sent: {', '.join(sent) if sent else 'nothing'}")
+        for line in sent:
+            if line not in self.dut_sent:
+                self.dut_sent.append(line)
+        return sent
 
     def collect(self, match: M.Matcher, within: float, since: float | None = None, any_source=False) -> list[Frame]:
         m = match if any_source else self.from_dut(match)
@@ -255,6 +396,14 @@ class CheckContext:
         method = self.check.liveness or "ns"
         if not self.alive(method=method):
             what = "Neighbor Solicitation for" if method == "ns" else "Echo Request to"
+            other = "echo" if method == "ns" else "ns"
+            if self.alive(method=other):
+                # the DUT is on the link (it answers the other probe): not answering this one is its behaviour,
+                # judged by the check of that behaviour, not a broken bench
+                judge = JUDGED_BY["nce"] if method == "ns" else "icmpv6.echo_request_is_answered#A"
+                raise self.not_judged(f"liveness:{method}", judge,
+                                      f"the DUT does not answer a {what} its link-local address {self.dut.link_local}"
+                                      f" before the check, though it answers {'an Echo Request' if other == 'echo' else 'a Neighbor Solicitation'}")
             raise BenchError(f"the DUT does not answer a {what} its link-local address {self.dut.link_local} "
                              f"({self.dut.mac}) before the check: is it on the link and up? "
                              "(check tester.interface and dut.mac/link_local in the target file)")
@@ -264,9 +413,28 @@ class CheckContext:
         self.measurements.update(measurements)
         return Outcome(Verdict.PASS, seen)
 
-    def failed(self, seen: str, **measurements) -> Outcome:
+    def failed(self, seen: str, problems: list[str] | None = None, **measurements) -> Outcome:
         self.measurements.update(measurements)
-        return Outcome(Verdict.FAIL, seen)
+        # a FAIL with no itemised problems: what was seen is the problem ("no Echo Reply within 2 s")
+        return Outcome(Verdict.FAIL, seen, problems=_unique(problems or [seen]), dut_sent=list(self.dut_sent))
+
+    def conclude(self, seen: str | list[str], problems: list[str], *, passed: str | None = None,
+                 **measurements) -> Outcome:
+        """The verdict tail of a check: FAIL with ``problems`` (kept as a
+        list; the reason leads with them), else PASS with ``passed`` (default
+        ``seen``; a list of observations is joined with "; ")."""
+        seen = "; ".join(seen) if isinstance(seen, list) else seen
+        problems = _unique(problems)
+        if problems:
+            return self.failed(seen, problems, **measurements)
+        return self.passed(seen if passed is None else passed, **measurements)
+
+    def not_judged(self, name: str, judged_by: str, detail: str) -> NotJudged:
+        """The DUT did not reach precondition ``name`` (e.g. ``nce:TN1``):
+        raise the returned exception (verdict NOT_JUDGED); ``judged_by`` is
+        the check (``id#part``) whose verdict judges that behaviour."""
+        self.note(f"precondition {name} not reached: {detail}")
+        return NotJudged(name, judged_by, detail, dut_sent=list(self.dut_sent))
 
     def inconclusive(self, seen: str, **measurements) -> Outcome:
         self.measurements.update(measurements)
@@ -274,6 +442,10 @@ class CheckContext:
 
     def verdict(self, ok: bool, seen: str) -> Outcome:
         return self.passed(seen) if ok else self.failed(seen)
+
+
+def _unique(problems) -> list[str]:
+    return list(dict.fromkeys(str(p) for p in problems if p))
 
 
 def _summary(pkt) -> str:

@@ -77,6 +77,12 @@ class Control:
     def close(self) -> None:
         pass
 
+    def check_exit(self, proc, stderr: str | None = None) -> None:
+        """After a command started with ping/resolve/connect has finished:
+        raise BenchError when its exit status says the *adapter* failed (ssh
+        exit 255: connection refused, timed out, authentication), so that it
+        is not read as the DUT's answer."""
+
 
 class NoControl(Control):
     pass
@@ -209,6 +215,17 @@ class SshControl(Control):
 
     def command(self, command, *, timeout_s=60.0):
         return self._run(command.replace("{interface}", shlex.quote(self.interface)), timeout=timeout_s)
+
+    def check_exit(self, proc, stderr: str | None = None) -> None:
+        if isinstance(proc, subprocess.Popen) and proc.returncode == 255:
+            err = (stderr or "").strip().splitlines()[-1:]
+            if not err and proc.stderr is not None and not proc.stderr.closed:
+                try:
+                    err = (proc.stderr.read() or "").strip().splitlines()[-1:]
+                except (OSError, ValueError):
+                    err = ""
+            raise BenchError(f"ssh to {self.spec['host']} failed (exit 255){': ' + err[0] if err else ''}: the "
+                             "DUT's answer is unknown")
 
     def reset(self) -> float:
         import time

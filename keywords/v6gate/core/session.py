@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import ipaddress
 import json
 import os
 import signal
@@ -27,7 +28,7 @@ from ..target import Target, load_target
 from .check import NEEDS, Check, Part
 from .context import CheckContext, DutView, NotApplicable
 from .control import NotSupported, control_for
-from .verdict import Outcome, Result, Verdict
+from .verdict import NotJudged, Outcome, Result, Verdict, reason_for
 
 LAB_TARGET = "fixtures/targets/lab.yaml"
 
@@ -83,6 +84,7 @@ class Session:
         self._fault = None  # the lab fault in force for the running check
         self._applied: AppliedFault | None = None
         self.last_lab_timings: dict | None = None
+        self.dut_state_after: dict | None = None  # what the run left on a DUT it does not reset (close())
 
     # -- construction helpers ---------------------------------------------------------
     @classmethod
@@ -122,7 +124,21 @@ class Session:
         self.dut = DutView(t, self.control, ll, self.port)
         return self
 
+    def dut_state(self) -> dict:
+        """What the run leaves configured on the DUT: its global addresses
+        (read through the control adapter; None when it cannot read them)."""
+        try:
+            addrs = [a for a in self.control.addresses() if not a.lower().startswith("fe80")]
+        except (NotSupported, BenchError) as exc:
+            return {"addresses": None, "count": None, "how": f"not readable: {exc}"}
+        outside = [a for a in addrs if ipaddress.IPv6Address(a) not in self.target.link_prefix]
+        return {"addresses": addrs, "count": len(addrs), "outside_link_prefix": len(outside),
+                "how": f"read through control adapter {self.control.name}"}
+
     def close(self) -> None:
+        if self.port and (self.lab is None or self.lab.external_dut):
+            with contextlib.suppress(Exception):
+                self.dut_state_after = self.dut_state()
         if self.capture:
             with contextlib.suppress(Exception):
                 self.capture.stop()
@@ -250,6 +266,31 @@ class Session:
             self._applied = self._apply(self._fault)
         return t
 
+    def _bench_counters(self) -> dict:
+        """Error counters of everything on the tester's side of the wire:
+        the tester port, the capture, a fault's impostor and repairer."""
+        out = {"port": (self.port.rx_errors if self.port else 0, getattr(self.port, "last_error", None)),
+               "capture": (1 if self.capture and self.capture.error else 0,
+                           self.capture.error if self.capture else None)}
+        applied = self._applied
+        imp = getattr(applied, "impostor", None)
+        if imp is not None:
+            out["impostor"] = (imp.port.rx_errors, getattr(imp.port, "last_error", None))
+        rep = getattr(applied, "repairer", None)
+        if rep is not None:
+            out["repairer"] = (rep.errors, "its rule raised on a packet it was given")
+        return out
+
+    @staticmethod
+    def _bench_broke(before: dict, after: dict) -> str | None:
+        """Counters that moved during the check, as one line (None: none moved)."""
+        moved = []
+        for name, (n, last) in after.items():
+            n0 = before.get(name, (0, None))[0]
+            if n > n0:
+                moved.append(f"{name}: {n - n0} error(s){' (' + last + ')' if last else ''}")
+        return "; ".join(moved) or None
+
     def _safe_addresses(self) -> list[str]:
         try:
             return self.control.addresses()
@@ -265,6 +306,8 @@ class Session:
         ctx: CheckContext | None = None
         evidence: dict = {}
         outcome: Outcome
+        bench_broke: str | None = None
+        counters: dict | None = None
         why_skip = self.applicability(c, part)
         if fault and not self.lab:
             raise UsageError("faults can only be applied to the embedded lab")
@@ -279,6 +322,7 @@ class Session:
                     self._applied = self._prepare_lab(c, fault)
                 elif "reset" in c.needs:
                     self.control.reset()
+                counters = {**self._bench_counters(), "capture": (0, None)}  # a broken capture stays broken
                 self.capture.begin(pcap)
                 evidence["pcap"] = shown(pcap)
                 ctx = CheckContext(check=c, part=part, port=self.port, target=self.target,
@@ -290,6 +334,8 @@ class Session:
                     raise TypeError(f"check {c.id} returned {type(outcome).__name__}, not an Outcome")
             except (NotApplicable, NotSupported) as exc:
                 outcome = Outcome(Verdict.SKIP, str(exc))
+            except NotJudged as exc:
+                outcome = exc.outcome()
             except BenchError as exc:
                 outcome = Outcome(Verdict.ERROR, f"bench error: {exc}")
             except KeyboardInterrupt:
@@ -305,11 +351,17 @@ class Session:
                     self.capture.end()
                 if ctx:
                     ctx.cleanup()
+                if counters is not None:
+                    bench_broke = self._bench_broke(counters, self._bench_counters())
                 if self._applied:
                     evidence["fault_counters"] = self._applied.counters(self.lab.dut_ns if self.lab else None)
                     self._applied.remove()
                 self._applied = None
                 self._fault = None
+        if bench_broke and outcome.verdict != Verdict.SKIP:
+            # the tester's own side failed during the check: whatever the DUT did, the verdict means nothing
+            outcome = Outcome(Verdict.ERROR, f"bench error: {bench_broke} (the check's own verdict would have been "
+                                             f"{outcome.verdict}: {outcome.seen})")
         result = self._result(c, part, outcome, ctx, expected, evidence, started, time.monotonic() - t0,
                               fault, setup or ("fault:" + fault if fault else "as-is"))
         if self.recorder:
@@ -321,10 +373,7 @@ class Session:
         waived = outcome.verdict == Verdict.FAIL and waiver is not None and not fault
         exp = outcome.expected or expected
         where = f" (pcap: {evidence['pcap']})" if evidence.get("pcap") else ""
-        if outcome.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE):
-            reason = f"expected {exp}; seen {outcome.seen}{where}"
-        else:
-            reason = outcome.seen + where
+        reason = reason_for(outcome, exp, where)
         if waived:
             reason += f" — waived: {waiver.reason}"
         expired = self.target.expired_waiver_for(c.id, part.letter)
@@ -340,6 +389,7 @@ class Session:
             waiver=waiver.as_dict() if waiver else None, fault=fault, setup=setup, target=self.target.name,
             worker=self.worker, measurements=measurements, timeline=timeline,
             cleanup_errors=list(ctx.cleanup_errors) if ctx else [], fail_side_proven_against=_simulated(c, part),
+            problems=list(outcome.problems), dut_sent=list(outcome.dut_sent), precondition=outcome.precondition,
         )
 
 

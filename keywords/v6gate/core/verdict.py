@@ -12,6 +12,7 @@ class Verdict(enum.StrEnum):
     SKIP = "SKIP"  # not applicable to this target (with the reason)
     ERROR = "ERROR"  # the bench broke, not the DUT
     INCONCLUSIVE = "INCONCLUSIVE"  # a gate could not reach confidence
+    NOT_JUDGED = "NOT_JUDGED"  # the DUT did not reach the check's precondition (judged by another check)
 
     def __str__(self) -> str:
         return self.value
@@ -27,6 +28,31 @@ class Outcome:
     seen: str
     expected: str | None = None
     measurements: dict = field(default_factory=dict)
+    problems: list = field(default_factory=list)  # each problem first: "hop limit 254, not 255"
+    dut_sent: list = field(default_factory=list)  # what the DUT sent when the expected answer did not come
+    precondition: dict | None = None  # NOT_JUDGED: {"name", "judged_by", "detail"}
+
+
+class NotJudged(Exception):
+    """The DUT did not reach what the check presupposes (a neighbour entry
+    for TN1, a default router, a global address): the check's own clause is
+    not judged (verdict NOT_JUDGED); ``judged_by`` names the check (and part)
+    that judges that behaviour, e.g. ``nd.packets_wait_for_address_resolution#``.
+    """
+
+    def __init__(self, name: str, judged_by: str, detail: str, dut_sent: list | None = None):
+        super().__init__(f"precondition {name} not reached: {detail} (judged by {judged_by})")
+        self.name = name
+        self.judged_by = judged_by if "#" in judged_by else judged_by + "#"
+        self.detail = detail
+        self.dut_sent = list(dut_sent or [])
+
+    def precondition(self) -> dict:
+        return {"name": self.name, "judged_by": self.judged_by, "detail": self.detail}
+
+    def outcome(self) -> Outcome:
+        return Outcome(Verdict.NOT_JUDGED, f"not judged: {self.detail}", dut_sent=self.dut_sent,
+                       precondition=self.precondition())
 
 
 @dataclass
@@ -57,6 +83,9 @@ class Result:
     timeline: list = field(default_factory=list)
     cleanup_errors: list = field(default_factory=list)
     fail_side_proven_against: str | None = None
+    problems: list = field(default_factory=list)
+    dut_sent: list = field(default_factory=list)
+    precondition: dict | None = None
 
     @property
     def key(self) -> str:
@@ -69,6 +98,28 @@ class Result:
     def from_dict(cls, d: dict) -> Result:
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         return cls(**known)
+
+
+def reason_for(outcome: Outcome, expected: str, where: str = "") -> str:
+    """The one-line reason: the problem first, then expected vs. seen, then
+    what the DUT did send when the expected answer did not come."""
+    v = outcome.verdict
+    sent = ""
+    if outcome.dut_sent:
+        shown = outcome.dut_sent[:6]
+        more = f" (+{len(outcome.dut_sent) - len(shown)} more)" if len(outcome.dut_sent) > len(shown) else ""
+        sent = "; the DUT sent: " + ", ".join(shown) + more
+    if v == Verdict.NOT_JUDGED:
+        pre = outcome.precondition or {}
+        judged_by = (pre.get("judged_by") or "").rstrip("#")
+        return (f"not judged: precondition {pre.get('name', '?')} not reached — {pre.get('detail') or outcome.seen}"
+                f" (judged by {judged_by or '?'}){sent}{where}")
+    if v in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE):
+        if v != Verdict.PASS and outcome.problems == [outcome.seen]:  # what was seen is the problem
+            return f"{outcome.seen} — expected {expected}{sent}{where}"
+        lead = "; ".join(outcome.problems) + " — " if outcome.problems and v != Verdict.PASS else ""
+        return f"{lead}expected {expected}; seen {outcome.seen}{sent}{where}"
+    return outcome.seen + sent + where
 
 
 def result_key(check_id: str, part: str | None) -> str:

@@ -12,11 +12,23 @@ from scapy.layers.inet6 import IPv6
 from scapy.packet import Packet
 
 from . import packets as P
-from .exthdr import IPV6_HEADER_LEN, IPV6_MIN_MTU, NH_ICMPV6
+from .exthdr import (
+    IPV6_HEADER_LEN,
+    IPV6_MIN_MTU,
+    NH_DEST_OPTS,
+    NH_FRAGMENT,
+    NH_HOP_BY_HOP,
+    NH_ICMPV6,
+    NH_ROUTING,
+    NH_TCP,
+    NH_UDP,
+)
 from .frag import header_chain
 
 NAMES = {1: "Destination Unreachable", 2: "Packet Too Big", 3: "Time Exceeded", 4: "Parameter Problem"}
 FIELD = {2: "MTU", 4: "pointer"}
+HEADER_NAMES = {NH_HOP_BY_HOP: "Hop-by-Hop Options", NH_ROUTING: "Routing", NH_FRAGMENT: "Fragment",
+                NH_DEST_OPTS: "Destination Options", NH_ICMPV6: "ICMPv6", NH_TCP: "TCP", NH_UDP: "UDP"}
 
 
 @dataclass
@@ -63,6 +75,46 @@ def parse(pkt: Packet) -> IcmpError | None:
     return IcmpError(type_, code, field, pkt[IPv6].src, pkt[IPv6].dst, end, ip[start + 8:end])
 
 
+def quote_offset(quoted: bytes, invoking: bytes) -> tuple[int, str] | None:
+    """Where in ``invoking`` (an IPv6 packet) the ``quoted`` octets start,
+    when that is a header boundary other than the IPv6 header: (octet,
+    header name).  None when the quote starts at the IPv6 header or is not
+    found at any header boundary."""
+    if len(quoted) < 8 or len(invoking) < IPV6_HEADER_LEN:
+        return None
+    for nh, start, _ in header_chain(invoking):
+        if start >= len(invoking):
+            break
+        n = min(len(quoted), len(invoking) - start)
+        if n >= 8 and quoted[:n] == invoking[start:start + n]:
+            return start, HEADER_NAMES.get(nh, f"next header {nh}")
+    return None
+
+
+def quote_problem(quoted: bytes, invoking: bytes | list[bytes]) -> str | None:
+    """A problem-first sentence for a quote that does not start at the
+    invoking packet's IPv6 header but at a later header; None otherwise."""
+    for inv in invoking if isinstance(invoking, list) else [invoking]:
+        where = quote_offset(quoted, inv)
+        if where:
+            off, name = where
+            return (f"the quote starts at the invoking packet's {name} header (octet {off}), "
+                    "not at its IPv6 header")
+    return None
+
+
+def misquoting(type_: int, invoking: bytes | list[bytes]):
+    """Matcher: an ICMPv6 error of ``type_`` whose quote is the invoking
+    packet from a later header on (``quote_problem`` says which), so that a
+    check judges it (and says what is wrong) instead of missing it."""
+
+    def m(pkt):
+        e = parse(pkt)
+        return e is not None and e.type == type_ and quote_problem(e.quoted, invoking) is not None
+
+    return m
+
+
 def error_about(src: str, dst: str | None = None, type_: int | None = None):
     """Matcher: an ICMPv6 error (of ``type_``) quoting a packet sent from
     ``src`` (to ``dst``)."""
@@ -99,7 +151,8 @@ def problems(e: IcmpError, *, type_: int, code: int | tuple[int, ...], invoking:
     candidates = invoking if isinstance(invoking, list) else [invoking]
     quote_ok = [c for c in candidates if _quote_matches(e.quoted, c)]
     if not quote_ok:
-        out.append(f"the quoted {len(e.quoted)} octets are not the start of the invoking packet")
+        out.append(quote_problem(e.quoted, candidates)
+                   or f"the quoted {len(e.quoted)} octets are not the start of the invoking packet")
     if field is not None and e.field != field:
         out.append(f"{FIELD.get(type_, 'field')} {e.field}, expected {field}")
     if pointed_octet is not None:

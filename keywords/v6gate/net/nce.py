@@ -59,20 +59,42 @@ SETTLE_S = 0.3
 
 
 class Deviation(Exception):
-    """The DUT did not do what a step of the procedure requires of it (the
-    RFC requires the step too, so this is a FAIL with the step named)."""
+    """The DUT did not do what a step of the procedure requires of it.
+
+    With ``judged_by`` (``<check id>#<part>``: the check that judges that
+    step's behaviour) the step is a precondition: the check is NOT_JUDGED
+    (precondition ``name``), and only the judging check itself FAILs.
+    Without it the step is part of the clause under test: a FAIL with the
+    step named."""
+
+    def __init__(self, message: str, *, name: str | None = None, judged_by: str | None = None):
+        super().__init__(message)
+        self.name = name
+        self.judged_by = judged_by
+
+
+#: which check judges each neighbour-cache transition a setup step relies on
+STATE_JUDGES = {
+    "incomplete": "nd.address_resolution_solicits_correctly#A",
+    "reachable": "nd.packets_wait_for_address_resolution#A",
+    "stale": "nd.unreachability_detection_probes#A",
+    "probe": "nd.unreachability_detection_probes#A",
+}
 
 
 def judged(func):
     """Decorator for check functions: a Deviation raised in a setup step
-    becomes the check's FAIL, with the step in the 'seen' text."""
+    becomes the check's FAIL (the step in the 'seen' text), or, when the step
+    is judged by another check, the check's NOT_JUDGED."""
 
     @functools.wraps(func)
     def run(t):
         try:
             return func(t)
         except Deviation as exc:
-            return t.failed(str(exc))
+            if exc.judged_by and exc.judged_by.split("#")[0] != t.check.id:
+                raise t.not_judged(exc.name or "setup", exc.judged_by, str(exc)) from None
+            return t.failed(str(exc), [str(exc)])
 
     return run
 
@@ -295,7 +317,8 @@ def incomplete(nb: Neighbour) -> Frame:
     ns = t.port.expect(t.from_dut(nb.is_ns_for_me), t.reply_timeout, since=since)
     if ns is None:
         raise Deviation(f"setup: no Neighbor Solicitation for {nb.addr} within {t.reply_timeout:g} s of an Echo "
-                        "Request from it (address resolution, RFC 4861 §7.2.2)")
+                        "Request from it (address resolution, RFC 4861 §7.2.2)", name=f"nce-incomplete:{nb.name}",
+                        judged_by=STATE_JUDGES["incomplete"])
     if not nb.is_multicast_ns_for_me(ns.pkt):
         raise Deviation(f"setup: the DUT solicited {nb.addr} with {ns.summary()} to {ns.pkt[IPv6].dst}, not its "
                         "solicited-node group, although it had no entry for it (§7.2.2)")
@@ -312,7 +335,8 @@ def reachable(nb: Neighbour) -> Frame:
     reply = t.port.expect(t.from_dut(nb.is_reply), t.reply_timeout, since=since)
     if reply is None:
         raise Deviation(f"setup: no Echo Reply to {nb.addr} within {t.reply_timeout:g} s of a solicited NA that "
-                        "completed its address resolution (§7.2.5: the queued packet is sent)")
+                        "completed its address resolution (§7.2.5: the queued packet is sent)",
+                        name=f"nce-reachable:{nb.name}", judged_by=STATE_JUDGES["reachable"])
     if reply.pkt[Ether].dst.lower() != nb.mac:
         raise Deviation(f"setup: the queued Echo Reply went to {reply.pkt[Ether].dst}, not to the advertised "
                         f"link-layer address {nb.mac}")
@@ -355,12 +379,14 @@ def probing(nb: Neighbour) -> Frame:
     reply = t.port.expect(t.from_dut(nb.is_reply), t.reply_timeout, since=since)
     if reply is None:
         raise Deviation(f"setup: no Echo Reply to {nb.addr} after an NA (S=0, O=1, TLLA) answered its resolution "
-                        "(§7.2.5: the entry becomes STALE and the queued packet is sent)")
+                        "(§7.2.5: the entry becomes STALE and the queued packet is sent)",
+                        name=f"nce-stale:{nb.name}", judged_by=STATE_JUDGES["reachable"])
     probe = t.port.expect(t.from_dut(nb.is_ns_for_me), timing.probe_window, since=reply.time)
     if probe is None:
         raise Deviation(f"setup: no Neighbor Solicitation for {nb.addr} within {timing.probe_window:g} s of the "
                         "Echo Reply sent to its STALE entry (§7.3.3: DELAY, then PROBE after "
-                        f"DELAY_FIRST_PROBE_TIME {timing.delay_first_probe:g} s)")
+                        f"DELAY_FIRST_PROBE_TIME {timing.delay_first_probe:g} s)", name=f"nce-probe:{nb.name}",
+                        judged_by=STATE_JUDGES["probe"])
     if not nb.is_unicast_ns_for_me(probe.pkt):
         raise Deviation(f"setup: the DUT probed {nb.addr} with a multicast NS ({probe.pkt[IPv6].dst}); NUD probes "
                         "are unicast to the cached address (§7.3.3)")
@@ -455,6 +481,12 @@ def judge_resolution_completed(nb: Neighbour, lla: str, since: float, state: str
                       if state == "stale" else None)
     nb.t.note(f"{nb.name}: {seen.describe()}")
     problems = []
+    if seen.reply is None and not any(nb.is_multicast_ns_for_me(f.pkt) for f in seen.ns):
+        # the DUT stopped soliciting: the resolution completed, but the packet that waited for it was lost;
+        # keeping that packet is what v6LC.2.1.2 judges, not this check
+        raise Deviation(f"{by} completed the address resolution of {nb.addr} (the DUT stopped soliciting it), but "
+                        "the Echo Reply queued for it was never sent (RFC 4861 §7.2.2 queue)",
+                        name=f"queue:{nb.name}", judged_by=STATE_JUDGES["reachable"])
     if seen.reply is None:
         problems.append(f"the queued Echo Reply was not sent: {by} did not complete the address resolution")
     elif seen.reply_mac != lla:

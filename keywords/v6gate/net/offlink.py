@@ -17,6 +17,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
+from ..core.verdict import NotJudged
 from ..errors import BenchError
 from . import packets as P
 from .nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
@@ -95,7 +96,7 @@ def advertise_prefix(t, prefix: ipaddress.IPv6Network, *, mtu: int | None = None
         t.wait(max(0.0, dad.time + t.retrans_timer - t.port.now()) + 0.1)
     try:
         dut = t.dut.global_address(prefix)
-    except BenchError:
+    except (BenchError, NotJudged):
         t.wait(t.retrans_timer * 3 + t.reply_timeout)
         dut = t.dut.global_address(prefix)
     t.note(f"the DUT configured {dut} from TR1's {prefix}")

@@ -82,6 +82,7 @@ class Port:
         self._thread: threading.Thread | None = None
         self._wake_r, self._wake_w = os.pipe()
         self.rx_errors = 0
+        self.last_error: str | None = None  # the latest receive/responder failure, for the check's ERROR
 
     # -- lifecycle ------------------------------------------------------------
     def open(self) -> Port:
@@ -134,10 +135,11 @@ class Port:
                 continue
             try:
                 raw, addr = sock.recvfrom(65535)
-            except OSError:
+            except OSError as exc:
                 if self._stop.is_set():
                     return
                 self.rx_errors += 1
+                self.last_error = f"receive on {self.iface} failed: {exc}"
                 continue
             frame = Frame(time.monotonic(), raw, addr[2])
             if frame.outgoing:
@@ -145,8 +147,9 @@ class Port:
             for responder in list(self._responders):
                 try:
                     responder(self, frame)
-                except Exception:
+                except Exception as exc:
                     self.rx_errors += 1
+                    self.last_error = f"a responder on {self.iface} raised {type(exc).__name__}: {exc}"
             with self._cond:
                 self._frames.append(frame)
                 horizon = frame.time - self.history_s

@@ -11,7 +11,7 @@ def write_junit(doc: dict, path: Path) -> None:
     counts = doc["summary"]["counts"]
     suite = ET.Element("testsuite", name=f"v6gate {doc['run']['target'].get('name', '')}",
                        tests=str(len(checks)), failures=str(counts["FAIL"] + counts["INCONCLUSIVE"]),
-                       errors=str(counts["ERROR"]), skipped=str(counts["SKIP"]),
+                       errors=str(counts["ERROR"]), skipped=str(counts["SKIP"] + counts.get("NOT_JUDGED", 0)),
                        time=f"{sum(c['duration_s'] for c in checks):.3f}", timestamp=doc["run"]["started"])
     for c in checks:
         name = f"{c['ipv6ready'] or c['id']}{'-' + c['part'] if c['part'] else ''} {c['title']}"
@@ -25,6 +25,9 @@ def write_junit(doc: dict, path: Path) -> None:
             ET.SubElement(case, "failure", message=text[:500], type=v).text = text
         elif v == "ERROR":
             ET.SubElement(case, "error", message=text[:500], type="ERROR").text = text
+        elif v == "NOT_JUDGED":
+            # neither a pass nor a second FAIL: the precondition's own check carries the FAIL
+            ET.SubElement(case, "skipped", type="NOT_JUDGED", message=f"NOT_JUDGED: {text}"[:500]).text = text
         elif v == "SKIP":
             ET.SubElement(case, "skipped", message=text[:500])
         if c.get("evidence", {}).get("pcap"):

@@ -27,8 +27,11 @@ SCHEMA = REPORTS / "schema" / "results.schema.json"
 EXIT_OK = 0  # every check PASSed, was SKIPped, or FAILed only where waived / in the baseline
 EXIT_FAIL = 1  # at least one new (unwaived) FAIL
 EXIT_USAGE = 2  # bad input: target file, options (nothing was run)
-EXIT_BENCH = 3  # no new FAIL, but an ERROR (bench broke) or an INCONCLUSIVE gate, or checks missing
+EXIT_BENCH = 3  # no new FAIL, but an ERROR (bench broke), an INCONCLUSIVE gate, a NOT_JUDGED part or checks missing
 EXIT_INTERRUPTED = 130  # interrupted (Ctrl-C / SIGTERM); partial reports are written
+
+
+VERDICTS = ("PASS", "FAIL", "SKIP", "ERROR", "INCONCLUSIVE", "NOT_JUDGED")
 
 
 def load_records(run_dir: Path, phases: tuple[str, ...] | None = None) -> list[Result]:
@@ -63,7 +66,8 @@ def summarize(results: list[Result], *, baseline: str | None = None, expected_ke
     known = _baseline_failures(baseline)
     counts = collections.Counter(r.verdict for r in results)
     by_area: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    waived, new_failures, fixed, errors, inconclusive = [], [], [], [], []
+    waived, new_failures, fixed, errors, inconclusive, not_judged = [], [], [], [], [], []
+    not_judged_by: dict[str, list[str]] = collections.defaultdict(list)
     for r in results:
         by_area[r.area][r.verdict] += 1
         key = r.key
@@ -78,22 +82,27 @@ def summarize(results: list[Result], *, baseline: str | None = None, expected_ke
             errors.append(key)
         elif r.verdict == "INCONCLUSIVE":
             inconclusive.append(key)
+        elif r.verdict == "NOT_JUDGED":
+            not_judged.append(key)
+            not_judged_by[((getattr(r, "precondition", None) or {}).get("judged_by") or "?")].append(key)
     have = {r.key for r in results}
     missing = sorted(k for k in (expected_keys or []) if k not in have)
     if new_failures:
         code = EXIT_FAIL
-    elif errors or inconclusive or missing:
+    elif errors or inconclusive or not_judged or missing:
         code = EXIT_BENCH
     else:
         code = EXIT_OK
     return {
-        "counts": {v: counts.get(v, 0) for v in ("PASS", "FAIL", "SKIP", "ERROR", "INCONCLUSIVE")},
+        "counts": {v: counts.get(v, 0) for v in VERDICTS},
         "by_area": {a: dict(c) for a, c in sorted(by_area.items())},
         "waived": sorted(waived),
         "new_failures": sorted(new_failures),
         "fixed": sorted(fixed),
         "errors": sorted(errors),
         "inconclusive": sorted(inconclusive),
+        "not_judged": sorted(not_judged),
+        "not_judged_by": {k: sorted(v) for k, v in sorted(not_judged_by.items())},
         "missing": missing,
         "exit_code": code,
     }

@@ -25,6 +25,8 @@ def write_session_info(run_dir: Path, session, closing: bool = False) -> None:
         info["lab"] = lab.describe()
     elif closing and info.get("lab"):
         info["lab"]["closed"] = True
+    if closing and getattr(session, "dut_state_after", None) is not None:
+        info["dut_state_after"] = session.dut_state_after
     if closing and getattr(session, "last_lab_timings", None):
         info.setdefault("lab", {})["timings_s"] = session.last_lab_timings
     path.write_text(json.dumps(info))
@@ -72,6 +74,9 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
         "workers": len({i["worker"] for i in infos}) or 1,
         "phases": phases or [],
     }
+    left = [i["dut_state_after"] for i in infos if i.get("dut_state_after")]
+    if left:
+        meta["dut_state_after"] = left
     if t0 is not None:
         meta["duration_s"] = round(time.monotonic() - t0, 3)
     doc = build_document(results, run_meta=meta, baseline=baseline, expected_keys=expected_keys)

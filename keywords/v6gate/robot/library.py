@@ -1,6 +1,8 @@
 """The V6Gate Robot library.  Verdicts map to Robot statuses: PASS -> pass,
 waived FAIL -> pass with a warning, SKIP -> skip, FAIL / ERROR /
-INCONCLUSIVE -> fail with the verdict in the message.
+INCONCLUSIVE -> fail with the verdict in the message, NOT_JUDGED -> fail
+with "NOT_JUDGED: precondition ... (judged by <check>)" and the tag
+``not_judged`` (a distinct outcome, never a pass).
 
 Imported with ``areas=...`` (comma-separated areas, or ``all``) the library
 also generates the suite's tests: one Robot test per check part of those
@@ -155,7 +157,7 @@ class V6Gate:
 
     @keyword("Run Check")
     def run_check(self, check_id: str, part: str | None = None) -> str:
-        """Run one check part and return its verdict (PASS, FAIL, SKIP, ERROR, INCONCLUSIVE)."""
+        """Run one check part and return its verdict (PASS, FAIL, SKIP, ERROR, INCONCLUSIVE, NOT_JUDGED)."""
         if self.session is None:
             raise RuntimeError("no session: call 'Open V6Gate Session' first")
         c = find(check_id)
@@ -199,6 +201,8 @@ class V6Gate:
         if verdict == "FAIL" and r.waived:
             logger.warn(f"waived FAIL: {r.reason}")
             return
+        if verdict == "NOT_JUDGED":
+            _tag("not_judged")
         raise AssertionError(f"{verdict}: {r.reason}")
 
     @keyword("Check Should Not Regress")
@@ -276,3 +280,13 @@ class V6Gate:
         logger.info(f"v6gate reports: {links}", html=True)
         logger.info(compliance.to_text(compliance.matrix(doc)))
         return str(paths["html"])
+
+
+def _tag(name: str) -> None:
+    """Tag the running Robot test (outside a running test, e.g. in a unit test, do nothing)."""
+    from robot.libraries.BuiltIn import BuiltIn, RobotNotRunningError
+
+    try:
+        BuiltIn().set_tags(name)
+    except RobotNotRunningError:
+        pass

@@ -39,6 +39,8 @@ def _resolve(t, name: str, servers: list, *, settle: float = 0.3):
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
+    else:
+        t.control.check_exit(proc)
     queries = [q for r in responders for q in r.wait(0.0, since)]
     queries.sort(key=lambda q: q.time)
     for q in queries:
@@ -59,7 +61,7 @@ def _judge_dns(t, queries, output: str, *, server: str, name: str, lead: str):
     seen = f"{lead}; first DNS query for {first.name} to {first.dst}"
     if ANSWER in output:
         seen += f"; the DUT resolved it to {ANSWER}"
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 def _label() -> str:

@@ -21,11 +21,6 @@ CAPS = ["DHCPv6-Client"]
 MALFORMED = "impostor_client_sends_malformed_messages"
 
 
-def _verdict(t, m: D.Message, problems: list[str], lead: str = ""):
-    seen = f"{lead}{X.describe(m)}"
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
-
-
 # -- message format, one check per message type -------------------------------------------------------------
 FORMAT = {
     # msg type: (RFC clause, what the message must be)
@@ -66,8 +61,8 @@ def _judge_format(t, msg_type: int):
     held = [o.bench.address] if msg_type in (D.CONFIRM, D.RENEW, D.REBIND, D.RELEASE, D.DECLINE) else None
     server = o.bench.server.duid if msg_type in (D.REQUEST, D.RENEW, D.RELEASE, D.DECLINE) else None
     client = o.binding.duid if o.binding else None
-    return _verdict(t, m, X.judge_message(m, mode=o.bench.mode, server_duid=server, client_duid=client,
-                                          addresses=held))
+    return t.conclude(X.describe(m), X.judge_message(m, mode=o.bench.mode, server_duid=server, client_duid=client,
+                                                     addresses=held))
 
 
 def _format_check(func_name: str, ipv6ready: str, title: str, msg_type: int, part: str | None = None,
@@ -141,7 +136,7 @@ def confirm_carries_the_addresses_held(t):
     notes = [f"IA_NA {ia.iaid:#010x} has T1 {ia.t1} T2 {ia.t2} (SHOULD be 0)" for ia in m.ia_nas if ia.t1 or ia.t2]
     notes += [f"IA Address {a.address} has lifetimes {a.preferred}/{a.valid} (SHOULD be 0)"
               for ia in m.ia_nas for a in ia.addresses if a.preferred or a.valid]
-    return _verdict(t, m, problems, lead="".join(n + "; " for n in notes))
+    return t.conclude("".join(n + "; " for n in notes) + X.describe(m), problems)
 
 
 # -- constants: addresses and ports ------------------------------------------------------------------------
@@ -259,7 +254,7 @@ def client_identifier_is_well_formed(t):
         problems += [f"{m.name}: {p}" for p in D.parse_duid(ids[0].data).problems]
     if sol and req.client_duid and sol.client_duid and sol.client_duid != req.client_duid:
         problems.append(f"the Request's DUID {req.client_duid.hex(':')} is not the Solicit's {sol.client_duid.hex(':')}")
-    return _verdict(t, req, problems)
+    return t.conclude(X.describe(req), problems)
 
 
 def _duid_check(func_name: str, ipv6ready: str, key: str, mode: str, letters: tuple[str, str]):
@@ -361,7 +356,7 @@ def ia_na_is_well_formed(t):
         for a in ia.addresses:
             if a.preferred > a.valid:
                 problems.append(f"IA Address hint {a.address} has preferred {a.preferred} > valid {a.valid}")
-    return _verdict(t, m, problems, lead="".join(n + "; " for n in notes))
+    return t.conclude("".join(n + "; " for n in notes) + X.describe(m), problems)
 
 
 @check(area="dhcpv6", ipv6ready="DHCP_CONF.1.1.7", title="Identity Association Consistency",
@@ -435,7 +430,7 @@ def ia_address_is_well_formed(t):
         problems.append(f"no IA Address option for the leased address {o.bench.address}")
     notes = [f"IA Address {a.address} has lifetimes {a.preferred}/{a.valid} (SHOULD be 0; the server ignores them)"
              for a in addrs if a.preferred or a.valid]
-    return _verdict(t, m, problems, lead="".join(n + "; " for n in notes))
+    return t.conclude("".join(n + "; " for n in notes) + X.describe(m), problems)
 
 
 # -- Elapsed Time -------------------------------------------------------------------------------------------
@@ -477,7 +472,7 @@ def elapsed_time_is_reported(t):
             elif abs(m.elapsed - real) > 100 * b.tol + 0.05 * real:
                 problems.append(f"Elapsed Time {m.elapsed / 100:.2f} s when {real / 100:.2f} s had elapsed")
         text = "Elapsed Time " + ", ".join(seen)
-        return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+        return t.conclude(text, problems)
     o = X.observe(t, t.p.msg)
     if o.failure:
         return o.failure
@@ -510,7 +505,7 @@ def _oro(t, msg_type: int, want: int, *, must_carry: bool):
         if m.opt(want) is not None:
             problems.append(f"carries a {name} option (RFC 3646 §5: only in Solicit, Advertise, Request, Renew, "
                             "Rebind, Information-request and Reply)")
-    return _verdict(t, m, problems)
+    return t.conclude(X.describe(m), problems)
 
 
 def _oro_parts(msg_name: str, must_carry: bool, fault: str):

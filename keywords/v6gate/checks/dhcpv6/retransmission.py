@@ -131,7 +131,7 @@ def solicit_is_retransmitted_with_backoff(t):
         if [ia.iaid for ia in again.ia_nas] != [ia.iaid for ia in first.ia_nas]:
             problems.append("IA_NA changed")
         seen = f"Solicit xid {first.xid:#08x}, retransmitted {again.time - first.time:.2f} s later as xid {again.xid:#08x}"
-        return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen + " with the same identifiers")
+        return t.conclude(seen, problems, passed=seen + " with the same identifiers")
     if t.p.how == "intervals":
         return _intervals(t, b, D.SOLICIT, first, 4)
     return _intervals(t, b, D.SOLICIT, first, 9, mrt=60, lead="SOL_MAX_RT 60 advertised; ")

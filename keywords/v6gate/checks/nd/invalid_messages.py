@@ -64,7 +64,7 @@ def invalid_na_is_ignored(t):
     since = t.send(_invalid_na(nb, t.p.how), label=f"invalid NA ({t.p.how}) from TN1")
     problems, seen = nce.judge_resolution_continues(nb, since)
     text = f"TN1 INCOMPLETE, invalid NA ({t.p.how}) sent; then {seen}"
-    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+    return t.conclude(text, problems)
 
 
 @check(
@@ -107,4 +107,4 @@ def fragmented_na_is_ignored(t):
         t.send(frag, label="fragment of a solicited NA from TN1")
     problems, seen = nce.judge_resolution_continues(nb, since)
     text = f"TN1 INCOMPLETE, fragmented NA sent; then {seen}"
-    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+    return t.conclude(text, problems)

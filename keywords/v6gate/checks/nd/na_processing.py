@@ -105,7 +105,7 @@ def _na_in_state(t, state: str):
     else:
         problems, seen = nce.judge_by_echo(nb, expect, since)
     seen = f"TN1 {state.upper()} ({nb.mac}), NA sent; then {seen}"
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 @check(
@@ -213,11 +213,11 @@ def na_completes_address_resolution(t):
     if not t.p.tlla:
         problems, seen = nce.judge_resolution_continues(nb, since)
         seen = f"TN1 INCOMPLETE, NA without TLLA sent; then {seen}"
-        return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+        return t.conclude(seen, problems)
     problems, seen = nce.judge_resolution_completed(nb, nb.mac, since, "reachable" if t.p.s else "stale",
                                                     by="the NA")
     text = f"TN1 INCOMPLETE, NA sent; then {seen}"
-    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+    return t.conclude(text, problems)
 
 
 @check(
@@ -248,4 +248,4 @@ def na_without_entry_is_discarded(t):
     if answered:
         problems.insert(0, f"the DUT answered the NA with {answered[0].summary()}")
     text = f"NA sent to a DUT with no entry for TN1; then {seen}"
-    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+    return t.conclude(text, problems)

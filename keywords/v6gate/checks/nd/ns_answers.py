@@ -91,7 +91,7 @@ def ns_is_answered_without_nce(t):
         if not resolved or resolved[0].time > frame.time:
             problems.append("the DUT answered an NS without SLLA without resolving the solicitor first")
         seen += f"; {len(resolved)} multicast NS for the solicitor before its NA"
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 @check(
@@ -121,7 +121,7 @@ def ns_for_global_address_is_answered(t):
     problems, seen = _na_seen(t, frame, solicited=True, dst=tn1.global_addr)
     if ICMPv6NDOptDstLLAddr not in frame.pkt and t.p.multicast:
         problems.append("no Target Link-Layer Address option in answer to a multicast NS")
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 def _invalid_ns(t, tn1, target: str, how: str):

@@ -78,7 +78,7 @@ def _ns_in_state(t, state: str):
         more, seen = nce.judge_by_echo(nb, expect, since if new_state == "reachable" else None)
     text = f"TN1 {state.upper()} ({nb.mac}), NS sent; {na_seen}; then {seen}"
     problems += more
-    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+    return t.conclude(text, problems)
 
 
 @check(
@@ -120,12 +120,12 @@ def ns_completes_pending_resolution(t):
         if nas:
             problems.append(f"an NA went to {nas[0].pkt[Ether].dst} although TN1's address was still unresolved")
         text = f"TN1 INCOMPLETE, NS without SLLA sent; then {seen}"
-        return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+        return t.conclude(text, problems)
     problems, na_seen = _dut_na_to(t, nb, since, nb.mac)
     more, seen = nce.judge_resolution_completed(nb, nb.mac, since, "stale", by="the NS's SLLA")
     problems += more
     text = f"TN1 INCOMPLETE, NS sent; {na_seen}; then {seen}"
-    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+    return t.conclude(text, problems)
 
 
 @check(

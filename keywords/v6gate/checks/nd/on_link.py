@@ -78,7 +78,7 @@ def next_hop_follows_prefix_list(t):
         node = bench.offlink_node("TN2")
         answer = bench.ask(node.offlink, via=node)
         problems, seen = _via_router(bench, answer, node.offlink)
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 @check(
@@ -104,7 +104,7 @@ def prefix_without_on_link_flag_is_not_on_link(t):
     node = bench.name(t.tn1)
     answer = bench.ask(node.global_addr, via=node)
     problems, seen = _via_router(bench, answer, node.global_addr)
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)
 
 
 @check(
@@ -154,4 +154,4 @@ def prefix_list_follows_valid_lifetime(t):
         seen_all.append(f"at +{answer.since - t0:.1f} s: {seen}")
         problems += [f"at +{answer.since - t0:.1f} s: {p}" for p in more]
     text = f"prefix {bench.prefix} valid {valid} s; " + "; ".join(seen_all)
-    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+    return t.conclude(text, problems)

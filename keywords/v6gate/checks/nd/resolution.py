@@ -58,7 +58,7 @@ def packets_wait_for_address_resolution(t):
         elif nb.seq not in seqs:
             problems.append(f"{nb.name}'s newest request ({nb.seq}) was not answered: the oldest were kept instead")
     text = "; ".join(seen)
-    return t.failed(f"{text}: {'; '.join(problems)}") if problems else t.passed(text)
+    return t.conclude(text, problems)
 
 
 def _ns_fields(t, f, *, target: str, dst: str, dst_mac: str | None, srcs: set[str], sllao_required: bool) -> list[str]:

@@ -119,4 +119,4 @@ def ns_for_subnet_router_anycast_is_answered(t):
     seen = f"NA for {anycast}: S={na.S} O={na.O} R={na.R}"
     problems = [m for c, m in ((not na.S, "S=0"), (na.O, "Override set for an anycast target"),
                                (not na.R, "R=0 from a router")) if c]
-    return t.failed(f"{seen}: {'; '.join(problems)}") if problems else t.passed(seen)
+    return t.conclude(seen, problems)

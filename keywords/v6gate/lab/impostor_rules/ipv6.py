@@ -198,7 +198,10 @@ def echo_reply_as_atomic_fragment(pkt, dut, **_):
     src, dst = _addr(ip[8:24]), _addr(ip[24:40])
     if not _owns(dut, dst):
         return []
-    reply = _echo_reply(dut, pkt, src, dst, ip[40:40 + struct.unpack("!H", ip[4:6])[0]])
+    plen = struct.unpack("!H", ip[4:6])[0]
+    if 40 + 8 + plen > int(dut.get("mtu") or 1500):
+        return []  # the atomic fragment would not fit the link: a frame the tester's port cannot even send
+    reply = _echo_reply(dut, pkt, src, dst, ip[40:40 + plen])
     echo = reply[ICMPv6EchoReply]
     reply[IPv6].remove_payload()
     return [reply / IPv6ExtHdrFragment(nh=NH_ICMPV6, offset=0, m=0, id=0x8021) / echo]
