@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LabError
+from ..util.proc import need
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -97,5 +98,6 @@ class PrivatePaths:
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` run in the private mount namespace (exec'd: signals reach it)."""
+        need(argv[0])  # the wrapper's own argv[0] is unshare: say which program is missing
         script = " && ".join([*self.script(), "exec " + shlex.join(argv)])
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]

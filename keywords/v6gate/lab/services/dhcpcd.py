@@ -115,6 +115,9 @@ class Dhcpcd(Service):
         if p["static_ipv4"]:
             # the lab owns the address: no RFC 5227 probing (seconds) before using it
             lines += [f"interface {ifname}", f"static ip_address={p['static_ipv4']}", "noarp"]
+        # the hooks that would touch the host's hostname (no UTS namespace) or time daemons: off
+        lines.append("nohook 30-hostname, 50-timesyncd, 60-ntp-common.conf, 62-chrony.conf, 64-timesyncd.conf, "
+                     "68-openntpd.conf")
         if p["extra"]:
             lines.append(p["extra"])
         return "\n".join(lines) + "\n"
