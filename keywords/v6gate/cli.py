@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import cli_guard as guard
 from .errors import UsageError, V6GateError
 from .paths import ROOT, SUITES
 from .report.results import EXIT_INTERRUPTED, EXIT_USAGE
@@ -55,10 +56,15 @@ def cmd_run(args) -> int:
 
     target_arg = "lab"
     if args.target:
-        load_target(args.target)  # validate before anything is built (one-line error, exit 2)
+        target = load_target(args.target)  # validate before anything is built (one-line error, exit 2)
+        guard.check_waivers(target)
+        guard.check_tester_interface(target)
         target_arg = str(Path(args.target).resolve())
-    if args.baseline and not Path(args.baseline).is_file():
-        raise UsageError(f"--baseline {args.baseline}: file not found; pass a previous run's results.json")
+    guard.check_areas(args.area)
+    guard.check_ids(args.check)
+    guard.check_workers(args.workers)
+    guard.check_out_dir(args.out)
+    guard.check_baseline(args.baseline)
     if os.geteuid() != 0 and target_arg == "lab":
         raise UsageError("the embedded lab needs root: run as root (or pass --target for a real device)")
     registry.cleanup(stale_only=True)  # leftovers of a crashed earlier run (owner process gone)
@@ -288,6 +294,7 @@ def _lab_text(info: dict, seconds: float) -> str:
 def cmd_list(args) -> int:
     from .core.check import all_items
 
+    guard.check_areas(args.area)
     items = all_items(areas=args.area or None, profile=args.profile, kind=None)
     if args.json:
         print(json.dumps([{"id": c.id, "part": p.letter, "area": c.area, "kind": c.kind, "ipv6ready": c.ipv6ready_of(p),
@@ -307,6 +314,7 @@ def cmd_validate(args) -> int:
     from .target import load_target
 
     t = load_target(args.target_file)
+    guard.check_waivers(t)
     print(f"{args.target_file}: OK ({t.kind} '{t.name}', {len(t.capabilities)} capabilities, "
           f"control {t.control['adapter']}, {len(t.waivers)} waivers)")
     return 0
@@ -324,6 +332,9 @@ def cmd_report(args) -> int:
 
 
 def cmd_controls(args) -> int:
+    guard.check_areas(args.area)
+    guard.check_ids(args.check)
+    guard.check_workers(args.workers)
     argv = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "lab" / "test_controls.py"), "-p",
             "no:cacheprovider", "-q", "-rfE", "-n", str(args.workers)]
     for a in args.area or []:
@@ -341,7 +352,7 @@ def cmd_selftest(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="v6gate", description="USGv6 / IPv6 Ready host conformance and IPv6-only readiness")
+    ap = guard.OneLineParser(prog="v6gate", description="USGv6 / IPv6 Ready host conformance and IPv6-only readiness")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     r = sub.add_parser("run", help="run the checks against the embedded lab (default) or a target file")
@@ -412,15 +423,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (printed) or a usage error (one line, printed)
+        return guard.flushed(exc.code if isinstance(exc.code, int) else EXIT_USAGE)
+    except BrokenPipeError:
+        return guard.quiet_closed_stdout()
+    try:
+        return guard.flushed(args.func(args))
     except UsageError as exc:
         return _err(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         return _err("interrupted", EXIT_INTERRUPTED)
     except V6GateError as exc:
         return _err(str(exc), 3)
+    except BrokenPipeError:  # the reader of stdout went away (v6gate list | head)
+        return guard.quiet_closed_stdout()
 
 
 if __name__ == "__main__":
