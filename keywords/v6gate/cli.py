@@ -27,6 +27,7 @@ from pathlib import Path
 from . import cli_guard as guard
 from .errors import UsageError, V6GateError
 from .paths import ROOT, SUITES
+from .report import incomplete
 from .report.results import EXIT_INTERRUPTED, EXIT_USAGE
 
 PHASES = (
@@ -59,6 +60,11 @@ def cmd_run(args) -> int:
         target = load_target(args.target)  # validate before anything is built (one-line error, exit 2)
         guard.check_waivers(target)
         guard.check_tester_interface(target)
+        from .scope_guard import refusal
+
+        why = refusal(target, own_link=args.i_own_this_link)
+        if why:
+            raise UsageError(f"{args.target}: {why}")
         target_arg = str(Path(args.target).resolve())
     guard.check_areas(args.area)
     guard.check_ids(args.check)
@@ -71,6 +77,7 @@ def cmd_run(args) -> int:
     run_id = new_run_id()
     run_dir = Path(args.out).resolve() if args.out else new_run_dir(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
+    incomplete.mark_started(run_dir, run_id)  # until the reports are written (report/incomplete.py)
     env = {**os.environ, "V6GATE_RUN_ID": run_id, "V6GATE_RUN_DIR": str(run_dir)}
     expected = [f"{c.id}{'#' + p.letter if p.letter else ''}" for c, p in
                 all_items(areas=args.area or None, profile=args.profile, kind=None, ids=args.check or None)
@@ -111,6 +118,10 @@ def cmd_run(args) -> int:
     paths, doc = finalize_run(run_dir, target_label=args.target or "lab", profile=args.profile, started=started,
                               command=" ".join(["v6gate", *sys.argv[1:]]), baseline=args.baseline,
                               expected_keys=None if interrupted else expected, phases=phases, t0=t0)
+    if interrupted:
+        incomplete.mark_interrupted(run_dir)
+    else:
+        incomplete.finished(run_dir)
     s = doc["summary"]
     c = s["counts"]
     print(f"v6gate: PASS {c['PASS']}  FAIL {c['FAIL']} ({len(s['waived'])} waived, {len(s['new_failures'])} new)  "
@@ -327,6 +338,10 @@ def cmd_report(args) -> int:
     if not (run_dir / "records").is_dir():
         raise UsageError(f"{run_dir}: no records/ directory; pass a run directory under reports/runs/")
     paths, doc = finalize_run(run_dir, target_label="?", profile=args.profile, command="v6gate report")
+    if incomplete.present(run_dir):
+        incomplete.mark_rebuilt(run_dir)
+        print(f"v6gate report: {run_dir} is of a run that did not finish ({incomplete.MARKER}): the report holds "
+              "the checks that finished")
     print(f"{paths['html']} (exit code {doc['summary']['exit_code']})")
     return doc["summary"]["exit_code"]
 
@@ -366,6 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--baseline", help="a previous results.json: its FAILs are not new failures")
     r.add_argument("--out", help="run directory (default reports/runs/<time>-<id>)")
     r.add_argument("--no-gates", action="store_true", help="skip the performance-gate phase")
+    r.add_argument("--i-own-this-link", action="store_true",
+                   help="run even though the tester interface looks like a management/production link "
+                        "(default route on it, or link.prefix not on it): see scope_guard.py")
     r.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("repeat", help="run the same checks N times and compare the verdicts part by part "
