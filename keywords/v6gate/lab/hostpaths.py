@@ -63,10 +63,12 @@ class PrivatePaths:
         return self
 
     def _mount_point(self, target: Path, is_file: bool, n: int) -> list[str]:
-        """Commands that make ``target`` exist without writing the host's tree."""
-        if target.exists():
+        """Commands that make ``target`` exist without writing the host's tree.  A
+        symlink (/etc/resolv.conf -> /run/systemd/resolve/...) is replaced by a
+        plain file or directory in the overlay: a bind would follow it."""
+        if target.exists() and not target.is_symlink():
             return []
-        anc = _nearest_existing(target.parent)
+        anc = target.parent if target.is_symlink() else _nearest_existing(target.parent)
         if _under(self.scratch, anc):
             raise LabError(f"cannot create the mount point {target} privately: the lab's scratch directory "
                            f"{self.scratch} is under {anc}; use a private tmpfs on {anc} instead")
@@ -76,6 +78,8 @@ class PrivatePaths:
         q = shlex.quote
         make = [f"mkdir -p {q(str(target.parent))}", f"touch {q(str(target))}"] if is_file \
             else [f"mkdir -p {q(str(target))}"]
+        if target.is_symlink():
+            make.insert(0, f"rm -f {q(str(target))}")
         return [f"mount -t overlay v6gate-private -o lowerdir={q(str(anc))},upperdir={q(str(upper))},"
                 f"workdir={q(str(work))} {q(str(anc))}", *make]
 
