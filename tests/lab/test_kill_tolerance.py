@@ -82,7 +82,7 @@ def _host_paths() -> set[str]:
                         "/var/lib/tayga") if os.path.exists(p)}
 
 
-def test_sigkill_at_random_points_leaves_nothing_and_changes_no_verdict(tmp_path):
+def test_sigkill_at_random_points_leaves_nothing_and_changes_no_verdict(tmp_path, stale_sweep_lock):
     seed = int(os.environ.get("V6GATE_KILL_SEED", time.time_ns() % 1_000_000))
     rnd = random.Random(seed)
     paths_before = _host_paths()

@@ -137,7 +137,7 @@ def test_ctrl_c_on_a_run_tears_everything_down():
     assert wait_for(lambda: not namespaces_with(prefix), timeout=10), namespaces_with(prefix)
 
 
-def test_sigkill_then_lab_down_removes_the_leftovers():
+def test_sigkill_then_lab_down_removes_the_leftovers(stale_sweep_lock):
     proc, prefix = _start_run_and_wait_for_labs(2)
     kill_group(proc, signal.SIGKILL)
     proc.wait(10)
