@@ -24,8 +24,10 @@ import sys
 import time
 from pathlib import Path
 
+from . import cli_guard as guard
 from .errors import UsageError, V6GateError
 from .paths import ROOT, SUITES
+from .report import incomplete
 from .report.results import EXIT_INTERRUPTED, EXIT_USAGE
 
 PHASES = (
@@ -54,8 +56,16 @@ def cmd_run(args) -> int:
     from .target import load_target
 
     target_arg = "lab"
-    target = load_target(args.target) if args.target else None  # validate first (one-line error, exit 2)
-    if target is not None:
+    target = None
+    if args.target:
+        target = load_target(args.target)  # validate before anything is built (one-line error, exit 2)
+        guard.check_waivers(target)
+        guard.check_tester_interface(target)
+        from .scope_guard import refusal
+
+        why = refusal(target, own_link=args.i_own_this_link)
+        if why:
+            raise UsageError(f"{args.target}: {why}")
         target_arg = str(Path(args.target).resolve())
         workers, why = workers_for(target, args.workers)
         if why:
@@ -64,14 +74,18 @@ def cmd_run(args) -> int:
         for w in target.expired_waivers():
             print(f"v6gate run: the waiver of {w.check}{'#' + w.part if w.part else ''} expired on {w.expires} "
                   f"({w.source}): it no longer waives", flush=True)
-    if args.baseline and not Path(args.baseline).is_file():
-        raise UsageError(f"--baseline {args.baseline}: file not found; pass a previous run's results.json")
+    guard.check_areas(args.area)
+    guard.check_ids(args.check)
+    guard.check_workers(args.workers)
+    guard.check_out_dir(args.out)
+    guard.check_baseline(args.baseline)
     if os.geteuid() != 0 and target_arg == "lab":
         raise UsageError("the embedded lab needs root: run as root (or pass --target for a real device)")
     registry.cleanup(stale_only=True)  # leftovers of a crashed earlier run (owner process gone)
     run_id = new_run_id()
     run_dir = Path(args.out).resolve() if args.out else new_run_dir(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
+    incomplete.mark_started(run_dir, run_id)  # until the reports are written (report/incomplete.py)
     env = {**os.environ, "V6GATE_RUN_ID": run_id, "V6GATE_RUN_DIR": str(run_dir)}
     if getattr(args, "non_interactive", False):
         env["V6GATE_NON_INTERACTIVE"] = "1"  # control.adapter manual: SKIP the operator's steps
@@ -114,6 +128,10 @@ def cmd_run(args) -> int:
     paths, doc = finalize_run(run_dir, target_label=args.target or "lab", profile=args.profile, started=started,
                               command=" ".join(["v6gate", *sys.argv[1:]]), baseline=args.baseline,
                               expected_keys=None if interrupted else expected, phases=phases, t0=t0)
+    if interrupted:
+        incomplete.mark_interrupted(run_dir)
+    else:
+        incomplete.finished(run_dir)
     s = doc["summary"]
     c = s["counts"]
     print(f"v6gate: PASS {c['PASS']}  FAIL {c['FAIL']} ({len(s['waived'])} waived, {len(s['new_failures'])} new)  "
@@ -304,6 +322,7 @@ def _lab_text(info: dict, seconds: float) -> str:
 def cmd_list(args) -> int:
     from .core.check import all_items
 
+    guard.check_areas(args.area)
     items = all_items(areas=args.area or None, profile=args.profile, kind=None)
     if args.json:
         print(json.dumps([{"id": c.id, "part": p.letter, "area": c.area, "kind": c.kind, "ipv6ready": c.ipv6ready_of(p),
@@ -334,6 +353,7 @@ def cmd_validate(args) -> int:
     from .target import load_target
 
     t = load_target(args.target_file)
+    guard.check_waivers(t)
     print(f"{args.target_file}: OK ({t.kind} '{t.name}', {len(t.capabilities)} capabilities, "
           f"control {t.control['adapter']}, {len(t.waivers)} waivers)")
     return 0
@@ -346,11 +366,18 @@ def cmd_report(args) -> int:
     if not (run_dir / "records").is_dir():
         raise UsageError(f"{run_dir}: no records/ directory; pass a run directory under reports/runs/")
     paths, doc = finalize_run(run_dir, target_label="?", profile=args.profile, command="v6gate report")
+    if incomplete.present(run_dir):
+        incomplete.mark_rebuilt(run_dir)
+        print(f"v6gate report: {run_dir} is of a run that did not finish ({incomplete.MARKER}): the report holds "
+              "the checks that finished")
     print(f"{paths['html']} (exit code {doc['summary']['exit_code']})")
     return doc["summary"]["exit_code"]
 
 
 def cmd_controls(args) -> int:
+    guard.check_areas(args.area)
+    guard.check_ids(args.check)
+    guard.check_workers(args.workers)
     argv = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "lab" / "test_controls.py"), "-p",
             "no:cacheprovider", "-q", "-rfE", "-n", str(args.workers)]
     for a in args.area or []:
@@ -370,7 +397,7 @@ def cmd_selftest(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="v6gate", description="USGv6 / IPv6 Ready host conformance and IPv6-only readiness")
+    ap = guard.OneLineParser(prog="v6gate", description="USGv6 / IPv6 Ready host conformance and IPv6-only readiness")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     r = sub.add_parser("run", help="run the checks against the embedded lab (default) or a target file")
@@ -386,6 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--baseline", help="a previous results.json: its FAILs are not new failures")
     r.add_argument("--out", help="run directory (default reports/runs/<time>-<id>)")
     r.add_argument("--no-gates", action="store_true", help="skip the performance-gate phase")
+    r.add_argument("--i-own-this-link", action="store_true",
+                   help="run even though the tester interface looks like a management/production link "
+                        "(default route on it, or link.prefix not on it): see scope_guard.py")
     r.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("repeat", help="run the same checks N times and compare the verdicts part by part "
@@ -445,15 +475,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (printed) or a usage error (one line, printed)
+        return guard.flushed(exc.code if isinstance(exc.code, int) else EXIT_USAGE)
+    except BrokenPipeError:
+        return guard.quiet_closed_stdout()
+    try:
+        return guard.flushed(args.func(args))
     except UsageError as exc:
         return _err(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         return _err("interrupted", EXIT_INTERRUPTED)
     except V6GateError as exc:
         return _err(str(exc), 3)
+    except BrokenPipeError:  # the reader of stdout went away (v6gate list | head)
+        return guard.quiet_closed_stdout()
 
 
 if __name__ == "__main__":

@@ -187,6 +187,8 @@ def _load_yaml(path: Path) -> object:
         raise TargetFileError(path, None, "file not found", "pass an existing target file (see fixtures/targets/)") from None
     except (IsADirectoryError, PermissionError) as exc:
         raise TargetFileError(path, None, f"cannot read ({exc.strerror})", "pass a readable YAML file") from None
+    except UnicodeDecodeError:
+        raise TargetFileError(path, None, "not a text file", "pass a YAML target file (see fixtures/targets/)") from None
     try:
         return yamlfile.load(text)
     except yaml.YAMLError as exc:

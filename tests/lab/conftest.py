@@ -151,3 +151,18 @@ def pytest_sessionfinish(session, exitstatus):
         counts = {k: v for k, v in sm.items() if isinstance(v, int)}
         tr.write_line(f"controls: {counts}; wrong reason {len(sm['wrong_reason'])}, stale {len(sm['stale'])}, "
                       f"{sm['fail_side_detection']} -> {CONTROLS_JSON}")
+
+
+
+@pytest.fixture
+def stale_sweep_lock():
+    """Held by the tests that SIGKILL a run and then sweep with `lab down --stale`: one test's sweep must
+    not remove another's leftovers before that test has looked at them (xdist runs them side by side)."""
+    import fcntl
+
+    from v6gate.paths import STATE_DIR
+
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(STATE_DIR / ".stale-sweep.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield

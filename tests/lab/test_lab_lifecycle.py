@@ -8,6 +8,9 @@ import subprocess
 import threading
 import time
 
+import pytest
+from contention import Trial
+
 from v6gate.lab import Lab, registry
 from v6gate.util.proc import run
 
@@ -26,21 +29,37 @@ def dut_globals(lab):
 
 
 def test_lab_up_and_down_take_seconds_at_most_and_leave_nothing(selftest_dir):
-    ups, downs, resets = [], [], []
-    for i in range(5):
+    """Lab up, DUT reset and lab down within 3 s each, judged on trials the
+    machine did not disturb (CPU pressure, contention.py); disturbed trials
+    are still checked for correctness and counted in lab-timings.json."""
+    ups, downs, resets, disturbed, shares = [], [], [], 0, []
+    for i in range(12):
+        if len(ups) >= 5:  # five undisturbed trials (at most 12 in all)
+            break
         lab = Lab(run_id=f"lc{i}")
-        lab.up()
-        assert dut_globals(lab) == ["2001:db8:1::ff:fe00:2"], "the DUT got its SLAAC address from the lab's radvd"
-        resets.append(lab.reset_dut())
-        lab.down()
-        ups.append(lab.timings["up_s"])
-        downs.append(lab.timings["down_s"])
+        with Trial() as tr:
+            lab.up()
+            assert dut_globals(lab) == ["2001:db8:1::ff:fe00:2"], "the DUT got its SLAAC address from the lab's radvd"
+            reset = lab.reset_dut()
+            lab.down()
         assert not namespaces_with(lab.lab_id)
         assert not registry.registry_path(lab.lab_id).exists()
-    figures = {"up_s": {"median": statistics.median(ups), "max": max(ups)},
-               "down_s": {"median": statistics.median(downs), "max": max(downs)},
-               "dut_reset_s": {"median": statistics.median(resets), "max": max(resets)}, "n": len(ups)}
+        shares.append(tr.stall_share)
+        if tr.disturbed:
+            disturbed += 1
+            continue
+        ups.append(lab.timings["up_s"])
+        downs.append(lab.timings["down_s"])
+        resets.append(reset)
+    figures = {"n": len(ups), "disturbed_trials_discarded": disturbed, "cpu_stall_share_per_trial": shares}
+    if ups:
+        figures.update({"up_s": {"median": statistics.median(ups), "max": max(ups)},
+                        "down_s": {"median": statistics.median(downs), "max": max(downs)},
+                        "dut_reset_s": {"median": statistics.median(resets), "max": max(resets)}})
     (selftest_dir / "lab-timings.json").write_text(json.dumps(figures, indent=1))
+    if len(ups) < 3:
+        pytest.skip(f"the machine was CPU-starved in {disturbed} of {disturbed + len(ups)} lab up/down trials "
+                    f"(stall shares {shares}): lab timings not judged; correctness was checked in every trial")
     assert max(ups) < 3.0 and max(downs) < 3.0 and max(resets) < 3.0, figures
 
 
@@ -55,19 +74,20 @@ def test_four_labs_side_by_side_with_identical_addressing():
             errors.append(exc)
 
     threads = [threading.Thread(target=up, args=(lab,)) for lab in labs]
-    t0 = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.monotonic() - t0
+    with Trial() as tr:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    wall = tr.wall_s
     try:
         assert not errors, errors
         for lab in labs:
             assert dut_globals(lab) == ["2001:db8:1::ff:fe00:2"]
         per_lab = 1 + len(labs[0].topology.nodes)  # the switch and one namespace per node
         assert len({ns for lab in labs for ns in lab.namespaces()}) == 4 * per_lab, "no namespace is shared"
-        assert wall < 10, f"4 labs took {wall:.1f} s"
+        # the budget is for the lab, not for a machine busy elsewhere (CPU pressure, contention.py)
+        assert wall < 10 or tr.disturbed, f"4 labs took {wall:.1f} s (CPU stall share {tr.stall_share})"
     finally:
         for lab in labs:
             lab.down()
@@ -117,7 +137,7 @@ def test_ctrl_c_on_a_run_tears_everything_down():
     assert wait_for(lambda: not namespaces_with(prefix), timeout=10), namespaces_with(prefix)
 
 
-def test_sigkill_then_lab_down_removes_the_leftovers():
+def test_sigkill_then_lab_down_removes_the_leftovers(stale_sweep_lock):
     proc, prefix = _start_run_and_wait_for_labs(2)
     kill_group(proc, signal.SIGKILL)
     proc.wait(10)

@@ -161,6 +161,10 @@ class Splitter:
         if len(header) < 24:
             raise self._truncated("the pcap file header", 0)
         endian = PCAP_MAGICS[header[:4]][0]
+        linktype = struct.unpack(endian + "I", header[20:24])[0] & 0xFFFF
+        if linktype not in (1, 113, 276):  # Ethernet; Linux cooked (SLL, SLL2) is refused later with its own reason
+            raise UsageError(f"{self.path}: link type {linktype} is not Ethernet; audit a capture taken on the "
+                             "link's Ethernet interface")
         off, index = 24, 0
         data, offsets = bytearray(header), array("q")
         rec = struct.Struct(endian + "IIII")

@@ -30,6 +30,9 @@ def cmd_audit(args) -> int:
         raise UsageError("--jobs must be 1 or more")
     if args.chunk < 1000:
         raise UsageError("--chunk must be at least 1000 packets")
+    from ..cli_guard import check_out_dir
+
+    check_out_dir(args.out)
     paths, doc = audit_capture(args.capture, hosts=args.host, out=args.out, jobs=args.jobs, chunk_frames=args.chunk,
                                command=" ".join(["v6gate", *sys.argv[1:]]))
     info = doc["run"]["audit"]

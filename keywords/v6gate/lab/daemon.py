@@ -1,5 +1,12 @@
 """A daemon of the lab: a real program started in a namespace as our child,
-in the foreground, with its own log file, stopped by PID."""
+in the foreground, with its own log file, stopped by PID.
+
+Host paths: a daemon runs in the lab's work directory (the directory of its
+log) with TMPDIR a directory of the lab, so whatever it writes relative to
+its working directory or into a temporary file (iperf3's buffers, Python's
+http.server, a core file) stays in the lab and goes with it, never in the
+shared /tmp or the harness's working directory.  Fixed paths a program
+insists on are handled by ``lab/hostpaths.py``."""
 
 from __future__ import annotations
 
@@ -27,11 +34,13 @@ class Daemon:
     def start(self) -> Daemon:
         need(self.argv[0])
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.log.parent / "tmp"
+        tmp.mkdir(exist_ok=True)
         logf = open(self.log, "ab")
-        env = {**os.environ, **(self.env or {})}
+        env = {**os.environ, "TMPDIR": str(tmp), **(self.env or {})}
         self.proc = subprocess.Popen(
             in_ns(self.ns, self.argv), stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, start_new_session=True, close_fds=True,
+            env=env, start_new_session=True, close_fds=True, cwd=self.log.parent,
         )
         logf.close()
         return self

@@ -4,7 +4,12 @@
   bound to the tester interface (opened inside the tester's namespace when
   there is one); Scapy only builds and parses, it never routes.
 * A receive thread parses every incoming frame once and keeps it with its
-  arrival time.  ``expect``/``collect`` only look at frames that arrived after
+  arrival time: the kernel's receive timestamp (SO_TIMESTAMPNS) on the
+  monotonic clock, so a frame's time is when it reached the tester, not when
+  a busy harness got round to reading it.  A wait that ends empty ends only
+  once the thread has read every frame that arrived before its deadline
+  (``drained_through``): on a loaded machine, "nothing came" is a fact about
+  the link, not about the harness's scheduling.  ``expect``/``collect`` only look at frames that arrived after
   the probe was sent (the flush), and only at frames the caller's matcher
   accepts: replies are matched by a per-probe token, background ND/MLD/RA is
   never confused with an answer.
@@ -35,6 +40,9 @@ SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_OUTGOING = 4
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; SCM_TIMESTAMPNS has the same value
+#: how long past a deadline a wait keeps waiting for a lagging receive thread to catch up
+CATCH_UP_S = 10.0
 
 
 @dataclass
@@ -83,6 +91,8 @@ class Port:
         self._wake_r, self._wake_w = os.pipe()
         self.rx_errors = 0
         self.last_error: str | None = None  # the latest receive/responder failure, for the check's ERROR
+        #: every frame that reached the socket before this (monotonic) time has been read and kept
+        self._drained_at = 0.0
 
     # -- lifecycle ------------------------------------------------------------
     def open(self) -> Port:
@@ -98,6 +108,8 @@ class Port:
         mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
         s.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        with contextlib.suppress(OSError):
+            s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.sock = s
         self.mac = ":".join(f"{b:02x}" for b in s.getsockname()[4][:6])
         self._thread = threading.Thread(target=self._rx_loop, name=f"port-{self.iface}", daemon=True)
@@ -126,22 +138,31 @@ class Port:
     # -- receive --------------------------------------------------------------
     def _rx_loop(self) -> None:
         sock = self.sock
+        cmsg_space = socket.CMSG_SPACE(16)
         while not self._stop.is_set():
+            checked = time.monotonic()
             try:
                 r, _, _ = select.select([sock, self._wake_r], [], [], 0.5)
             except (OSError, ValueError):
                 return
+            if self._wake_r in r:
+                with contextlib.suppress(OSError):
+                    os.read(self._wake_r, 512)
             if sock not in r:
+                # the socket was empty when checked: everything that arrived before then is read
+                with self._cond:
+                    self._drained_at = checked
+                    self._cond.notify_all()
                 continue
             try:
-                raw, addr = sock.recvfrom(65535)
+                raw, anc, _flags, addr = sock.recvmsg(65535, cmsg_space)
             except OSError as exc:
                 if self._stop.is_set():
                     return
                 self.rx_errors += 1
                 self.last_error = f"receive on {self.iface} failed: {exc}"
                 continue
-            frame = Frame(time.monotonic(), raw, addr[2])
+            frame = Frame(_arrival(anc), raw, addr[2])
             if frame.outgoing:
                 continue  # our own transmissions are logged in send()
             for responder in list(self._responders):
@@ -155,6 +176,8 @@ class Port:
                 horizon = frame.time - self.history_s
                 if self._frames and self._frames[0].time < horizon:
                     self._frames = [f for f in self._frames if f.time >= horizon]
+                # frames queue in arrival order: every one that arrived before this one is read
+                self._drained_at = max(self._drained_at, frame.time)
                 self._cond.notify_all()
 
     def add_responder(self, responder: Responder) -> None:
@@ -207,7 +230,9 @@ class Port:
                 seen = len(frames)
                 left = deadline - self.now()
                 if left <= 0:
-                    return None
+                    if self._caught_up(deadline):
+                        return None
+                    continue
                 self._cond.wait(left)
 
     def collect(self, match: Matcher, within: float, since: float | None = None,
@@ -223,11 +248,44 @@ class Port:
                     return got
                 left = deadline - self.now()
                 if left <= 0:
-                    return got
+                    if self._caught_up(deadline):
+                        return [f for f in got if f.time <= deadline]
+                    continue
                 self._cond.wait(left)
+
+    def _caught_up(self, deadline: float) -> bool:
+        """With ``_cond`` held: True once every frame that arrived before
+        ``deadline`` has been read (or the receive thread is hopelessly late:
+        then the wait ends as before, after CATCH_UP_S); otherwise wake the
+        thread and wait a little for it."""
+        if self._drained_at >= deadline or self.now() > deadline + CATCH_UP_S or self.sock is None:
+            return True
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+        self._cond.wait(0.02)
+        return False
+
+    def drained_through(self, deadline: float) -> None:
+        """Block until every frame that arrived before ``deadline`` has been
+        read (at most CATCH_UP_S past it): a caller that judges "nothing came
+        by ``deadline``" from its own records calls this first."""
+        with self._cond:
+            while not self._caught_up(deadline):
+                pass
 
     def sent_since(self, since: float) -> list[Frame]:
         return [f for f in self._sent if f.time >= since]
+
+
+def _arrival(ancillary) -> float:
+    """The kernel's receive time of a frame (SCM_TIMESTAMPNS, wall clock) on
+    the monotonic clock; the read time when the kernel gave none."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+            sec, nsec = struct.unpack("qq", data[:16])
+            now_mono, now_wall = time.monotonic(), time.time()
+            return min(now_mono, now_mono - (now_wall - (sec + nsec / 1e9)))
+    return time.monotonic()
 
 
 def _safe(match: Matcher, frame: Frame) -> bool:

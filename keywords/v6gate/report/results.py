@@ -179,14 +179,19 @@ def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
     validate(doc)
     run_dir = Path(run_dir)
     out = {"results": run_dir / "results.json", "junit": run_dir / "junit.xml", "html": run_dir / "report.html"}
+    # each file whole or not at all (temp + rename): a kill mid-write leaves the previous version or none
     tmp = out["results"].with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1, default=str))
     os.replace(tmp, out["results"])
-    write_junit(doc, out["junit"])
+    tmp = out["junit"].with_suffix(".xml.tmp")
+    write_junit(doc, tmp)
+    os.replace(tmp, out["junit"])
     from . import compliance, manifest
 
     out.update(compliance.write(doc, run_dir))  # compliance.csv / .json, before the pages that link them
-    write_html(doc, out["html"], run_dir)
+    tmp = out["html"].with_suffix(".html.tmp")
+    write_html(doc, tmp, run_dir)
+    os.replace(tmp, out["html"])
     out["manifest"] = manifest.write(run_dir)  # last: over everything above and every pcap
     return out
 

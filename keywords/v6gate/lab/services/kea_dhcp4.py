@@ -26,7 +26,10 @@ class KeaDhcp4(Service):
                            subnet=str(ipaddress.IPv4Network(p["subnet"])), pool=p["pool"],
                            valid_lifetime=int(p["valid_lifetime"]),
                            option_data=", ".join(json.dumps(o) for o in options))
-        env = {"KEA_LOCKFILE_DIR": str(self.lab.workdir), "KEA_PIDFILE_DIR": str(self.lab.workdir)}
+        # like kea-dhcp6: lock, pid and log files in a directory of this service (Kea's defaults are host paths)
+        rundir = self.lab.workdir / f"{self.node}-{self.sid}-kea"
+        rundir.mkdir(parents=True, exist_ok=True)
+        env = {"KEA_LOCKFILE_DIR": str(rundir), "KEA_PIDFILE_DIR": str(rundir), "KEA_LOG_FILE_DIR": str(rundir)}
         d = Daemon("kea-dhcp4", ["kea-dhcp4", "-c", conf], self.ns, self.lab.workdir / f"{self.node}-{self.sid}.log",
                    env=env)
         self.daemons = [d.start()]
