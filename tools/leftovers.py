@@ -7,7 +7,7 @@ belong to someone else's run and are not leftovers; standalone labs
 
 import sys
 
-from v6gate.lab import registry
+from v6gate.lab import hostpaths, registry
 
 before = set(sys.stdin.read().split()) if not sys.stdin.isatty() else set()
 reg = registry.registered()
@@ -19,4 +19,6 @@ for lab_id in sorted({ns.rsplit("-", 1)[0] for ns in registry.our_namespaces()} 
             leaked.append(lab_id)
     elif not info or not registry.owner_alive(info):
         leaked.append(lab_id)
+# daemons' files in host paths and their private mounts (storage daemons, lab/hostpaths.py)
+leaked += [f"file:{p}" for p in hostpaths.daemon_files()] + [f"mount:{m}" for m in hostpaths.lab_mounts()]
 print(" ".join(leaked))
