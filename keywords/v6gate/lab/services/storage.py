@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import time
 
 from ...errors import LabError
+from ...paths import ROOT
+from ...util.isolate import isolated
 from ...util.proc import ip_batch, run
 from ..daemon import Daemon
 from . import Service, service
@@ -38,23 +41,6 @@ PRIVATE_DIRS = {
     "samba": ["/run/samba", "/var/lib/samba", "/var/cache/samba", "/var/log/samba"],
 }
 IQN_PREFIX = "iqn.2026-11.test.v6gate"
-
-
-def private_mounts(dirs: list[str]) -> str:
-    """Shell lines mounting a tmpfs over each existing directory (the mount
-    namespace is private, so the host never sees them)."""
-    return " && ".join(f"{{ [ ! -d {d} ] || mount -t tmpfs -o size=16m,mode=755 v6gate-{d.strip('/').replace('/', '-')} {d}; }}"
-                       for d in dirs)
-
-
-def isolated(dirs: list[str], script: str, workdir) -> list[str]:
-    """argv running ``script`` (a shell line ending in ``exec daemon``) in a
-    private mount namespace; the lab's work directory (under /run) stays
-    visible: the shell holds it as its working directory while the tmpfs
-    covers /run, then binds it back to its path."""
-    wd = shlex.quote(str(workdir))
-    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
-            f"cd {wd} && {private_mounts(dirs)} && mkdir -p {wd} && mount --no-canonicalize --bind . {wd} && cd / && {script}"]
 
 
 def _wait_for(pred, timeout: float, what: str, daemon: Daemon) -> None:
@@ -80,6 +66,13 @@ class _StorageService(Service):
         d = self.lab.workdir / f"{self.node}-{self.sid}"
         d.mkdir(parents=True, exist_ok=True)
         return str(d)
+
+    def write_helpers(self) -> None:
+        """``{lab_dir}/<node>-<id>-exec CMD...`` runs CMD where the daemon lives
+        (the faults use it: fixtures/faults/storage.yaml)."""
+        helper = self.lab.workdir / f"{self.node}-{self.sid}-exec"
+        helper.write_text(f"#!/bin/sh\nexec nsenter -t {self.daemons[0].pid} -m -n \"$@\"\n")
+        helper.chmod(0o755)
 
     def in_mount_ns(self, argv: list[str], what: str, check: bool = True):
         """Run a tool where the daemon lives (its network and mount namespaces)."""
@@ -112,10 +105,15 @@ class Tgt(_StorageService):
                      ["--op", "bind", "--mode", "target", "--tid", tid, "-I", "ALL"]):
             self.tgtadm(args)
         # the faults reconfigure the running target with the same tool (fixtures/faults/storage.yaml)
-        helper = os.path.join(str(self.lab.workdir), f"{self.node}-tgtadm")
-        with open(helper, "w") as f:
-            f.write(f"#!/bin/sh\nexec nsenter -t {dmn.pid} -m -n tgtadm -C {self.control_port} --lld iscsi \"$@\"\n")
-        os.chmod(helper, 0o755)
+        self.write_helpers()
+        helper = self.lab.workdir / f"{self.node}-tgtadm"
+        helper.write_text(f"#!/bin/sh\nexec nsenter -t {dmn.pid} -m -n tgtadm -C {self.control_port} --lld iscsi \"$@\"\n")
+        helper.chmod(0o755)
+        # an impostor discovery service (answers SendTargets with a given portal) for the faults
+        impostor = self.lab.workdir / f"{self.node}-iscsi-impostor"
+        impostor.write_text(f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(ROOT / 'keywords'))} exec "
+                            f"{shlex.quote(sys.executable)} -m v6gate.net.iscsi impostor {p['port']} {p['iqn']} \"$@\"\n")
+        impostor.chmod(0o755)
 
     def tgtadm(self, args: list[str]):
         return self.in_mount_ns(["tgtadm", "-C", str(self.control_port), "--lld", "iscsi", *args],
@@ -150,6 +148,7 @@ class Ganesha(_StorageService):
                      self.lab.workdir / f"{self.node}-ganesha.log").start()
         self.daemons = [dmn]
         _wait_for(lambda: listening(self.ns, p["nfs_port"]), 15, "nfs-ganesha", dmn)
+        self.write_helpers()
 
 
 @service("samba")
@@ -170,6 +169,7 @@ class Samba(_StorageService):
                      self.lab.workdir / f"{self.node}-smbd.log").start()
         self.daemons = [dmn]
         _wait_for(lambda: listening(self.ns, 445), 15, "smbd", dmn)
+        self.write_helpers()
 
 
 @service("storage-client")
