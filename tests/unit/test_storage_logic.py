@@ -68,7 +68,7 @@ def test_rpcbind_rows_and_universal_addresses():
     assert uaddr_problem("tcp6", "::.8.1") is None
     assert "port octets" in uaddr_problem("tcp6", "2001:db8::1.2049")
     assert "IPv4 address under an IPv6 netid" in uaddr_problem("tcp6", "198.18.1.2.8.1")
-    problems, seen = judge_registrations(rows, [3])
+    problems, _ = judge_registrations(rows, [3])
     assert problems == ["MOUNT v3 udp6 fe80::1.78.80: a link-local address (not usable off its link, and ambiguous "
                         "without a zone)"]
     problems, _ = judge_registrations([r for r in rows if r["netid"] == "tcp"], [3])
