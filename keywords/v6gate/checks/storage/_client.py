@@ -127,6 +127,15 @@ def dut_address(t) -> str:
     return str(addr)
 
 
+def lab_export(t) -> str:
+    """The lab's NFS export path (the NFSv3 MOUNT path), when the target file gives none."""
+    lab = getattr(t.session, "lab", None)
+    svc = lab.service("nfs-ganesha") if lab else None
+    if svc is None or not getattr(svc, "export_path", None):
+        raise NotApplicable("the target's NFS service declares no export (services[].export) for NFSv3")
+    return svc.export_path
+
+
 def url_host(addr: str) -> str:
     return f"[{addr}]" if ":" in addr else addr
 

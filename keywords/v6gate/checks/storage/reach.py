@@ -63,7 +63,7 @@ def service_answers_over_ipv6_only(t):
     elif t.p.proto == "NFS":
         path = svc.get("pseudo", "/") if t.p.version == "4" else svc.get("export")
         if t.p.version == "3" and not path:
-            path = _lab_export(t)
+            path = C.lab_export(t)
         if t.p.version not in [str(v).split(".")[0] for v in svc.get("versions", ["3", "4"])]:
             raise C.NotApplicable(f"the target's NFS service does not offer version {t.p.version} (services[].versions)")
         # libnfs rejects bracketed IPv6 in URLs (lab-notes): the bare address
@@ -94,10 +94,3 @@ def service_answers_over_ipv6_only(t):
     return t.passed(f"{what} completed over IPv6 ({len(frames)} frames between {cl.address or 'the client'} and "
                     f"[{dut}]:{port}); no IPv4 frame from the DUT")
 
-
-def _lab_export(t) -> str:
-    lab = getattr(t.session, "lab", None)
-    svc = lab.service("nfs-ganesha") if lab else None
-    if svc is None or not getattr(svc, "export_path", None):
-        raise C.NotApplicable("the target's NFS service declares no export (services[].export) for NFSv3")
-    return svc.export_path
