@@ -80,3 +80,60 @@ def test_classify():
     assert classify("::ffff:198.18.1.2") == "an IPv4-mapped address"
     assert classify("fe80::1", link_is_global=False) is None
     assert classify("array.example.com") is None
+
+
+# -- SMB3 NETWORK_INTERFACE_INFO (MS-SMB2 §2.2.32.5), as the lab's samba 4.17 answered -----------------
+SAMBA_ANSWER = bytes.fromhex(
+    "0000000002000000000000000000000000e40b5402000000170000000000000020010db800010000000000fffe000002"
+    + "00" * 104)
+
+
+def test_interface_info_entry_is_parsed_from_samba_answer():
+    from v6gate.net.smb import AF_INET6_SMB, parse_interfaces
+
+    entries, problems = parse_interfaces(SAMBA_ANSWER)
+    assert problems == []
+    assert [(e.family, e.address, e.ifindex, e.link_speed) for e in entries] == [
+        (AF_INET6_SMB, "2001:db8:1::ff:fe00:2", 2, 10_000_000_000)]
+
+
+def test_interface_info_framing_problems_are_named():
+    from v6gate.net.smb import parse_interfaces
+
+    _, problems = parse_interfaces(SAMBA_ANSWER[:136])
+    assert problems == ["entry at offset 0: only 136 bytes left, an entry is 152 (truncated)"]
+    bad_next = (136).to_bytes(4, "little") + SAMBA_ANSWER[4:] + SAMBA_ANSWER
+    _, problems = parse_interfaces(bad_next)
+    assert problems == ["entry at offset 0: Next = 136, not an 8-byte aligned offset of at least 152 (the entry's size)"]
+    v4 = bytearray(SAMBA_ANSWER)
+    v4[24:26] = b"\x05\x00"
+    _, problems = parse_interfaces(bytes(v4))
+    assert "address family 0x0005" in problems[0]
+
+
+def test_truncating_rewrite_keeps_length_and_fixes_the_tcp_checksum():
+    import struct
+
+    from scapy.layers.inet import TCP
+    from scapy.layers.inet6 import IPv6
+
+    from v6gate.lab.repair_rules.storage import smb_interface_info_truncated
+
+    smb = bytearray(64)
+    smb[0:4] = b"\xfeSMB"
+    struct.pack_into("<H", smb, 12, 0x000B)
+    struct.pack_into("<I", smb, 16, 1)  # a response
+    body = bytearray(48)
+    struct.pack_into("<HHI", body, 0, 49, 0, 0x001401FC)
+    struct.pack_into("<IIII", body, 24, 0, 0, 64 + 48, len(SAMBA_ANSWER))
+    pdu = bytes(smb + body) + SAMBA_ANSWER
+    pkt = bytes(IPv6(src="2001:db8:1::2", dst="2001:db8:1::c") / TCP(sport=445, dport=40000, flags="PA")
+                / (len(pdu).to_bytes(4, "big") + pdu))
+    out = smb_interface_info_truncated(pkt, {}, cut=16)
+    assert len(out) == len(pkt)
+    assert struct.unpack_from("<I", out, 40 + 20 + 4 + 64 + 36)[0] == len(SAMBA_ANSWER) - 16
+    rebuilt = IPv6(out)
+    chk = rebuilt[TCP].chksum
+    del rebuilt[TCP].chksum
+    assert IPv6(bytes(rebuilt))[TCP].chksum == chk
+    assert smb_interface_info_truncated(bytes(IPv6() / TCP()), {}) is None

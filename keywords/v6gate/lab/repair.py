@@ -101,6 +101,7 @@ class Repairer:
         self.rule = RULES[name]
         self.params = dict(spec.get("params") or {})
         self.direction = spec.get("direction", "in")
+        self.protocol = spec.get("protocol", "icmpv6")  # the packets queued to the rule (icmpv6, tcp, udp)
         if self.direction not in ("in", "out"):
             raise LabError(f"repair direction {self.direction!r}: use 'in' (what the DUT receives) or 'out'")
         self.ns, self.iface, self.dut = ns, iface, dut
@@ -118,7 +119,7 @@ class Repairer:
         self._config(_nla(NFQA_CFG_CMD, struct.pack("=BxH", NFQNL_CFG_CMD_BIND, 0)))
         self._config(_nla(NFQA_CFG_PARAMS, struct.pack("!IB", 0xFFFF, NFQNL_COPY_PACKET)))
         where = ["PREROUTING", "1", "-i"] if self.direction == "in" else ["OUTPUT", "1", "-o"]
-        rule = ["-t", "mangle", "-I", *where, self.iface, "-p", "icmpv6",
+        rule = ["-t", "mangle", "-I", *where, self.iface, "-p", self.protocol,
                 "-j", "NFQUEUE", "--queue-num", str(QUEUE_NUM), "--queue-bypass"]
         run(["ip6tables-legacy", *rule], ns=self.ns, what="repair fault (ip6tables-legacy NFQUEUE rule)")
         self._thread = threading.Thread(target=self._loop, name="lab-repairer", daemon=True)
