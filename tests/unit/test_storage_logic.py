@@ -137,3 +137,24 @@ def test_truncating_rewrite_keeps_length_and_fixes_the_tcp_checksum():
     del rebuilt[TCP].chksum
     assert IPv6(bytes(rebuilt))[TCP].chksum == chk
     assert smb_interface_info_truncated(bytes(IPv6() / TCP()), {}) is None
+
+
+def test_a_missing_client_namespace_is_the_bench_s_error_not_a_fail(tmp_path):
+    from v6gate.checks.storage._client import Client
+    from v6gate.errors import BenchError
+
+    with pytest.raises(BenchError, match="storage client's namespace 'v6gate-no-such-ns' does not exist"):
+        Client("v6gate-no-such-ns", "2001:db8:1::c", tmp_path).run(["true"], 5)
+
+
+def test_a_malformed_iqn_in_a_storage_target_file_is_one_line(tmp_path):
+    from v6gate.errors import TargetFileError
+    from v6gate.paths import FIXTURES
+    from v6gate.target import load_target
+
+    text = (FIXTURES / "targets" / "example-storage.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("iqn: iqn.2026-11.com.example:sa9000.lun0", 'iqn: "sa9000 lun0"'))
+    assert load_target(FIXTURES / "targets" / "example-storage.yaml").kind == "storage"
+    with pytest.raises(TargetFileError, match=r"services\[0\]\.iqn: 'sa9000 lun0' is not valid; an iSCSI target name"):
+        load_target(bad)

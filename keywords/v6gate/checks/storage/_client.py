@@ -51,6 +51,9 @@ class Client:
     def run(self, argv: list[str], timeout: float, env: dict | None = None) -> tuple[int | None, str, str]:
         """(exit code or None on timeout, stdout, stderr) of a client program."""
         need(argv[0])
+        if self.netns and not os.path.exists(f"/run/netns/{self.netns}"):
+            raise BenchError(f"the storage client's namespace {self.netns!r} does not exist (extensions.storage.client"
+                             ".netns in the target file)")
         try:
             cp = subprocess.run(in_ns(self.netns, argv), capture_output=True, text=True, timeout=timeout,
                                 env={**os.environ, **(env or {})})
