@@ -158,3 +158,20 @@ def test_a_malformed_iqn_in_a_storage_target_file_is_one_line(tmp_path):
     assert load_target(FIXTURES / "targets" / "example-storage.yaml").kind == "storage"
     with pytest.raises(TargetFileError, match=r"services\[0\]\.iqn: 'sa9000 lun0' is not valid; an iSCSI target name"):
         load_target(bad)
+
+
+def test_scsi_command_pdu_carries_lun_itt_length_and_cdb():
+    import struct
+
+    from v6gate.net.iscsi import Session
+
+    s = Session.__new__(Session)
+    sent = []
+    s.sock = type("S", (), {"sendall": lambda self, b: sent.append(b)})()
+    s.lun, s.cmdsn, s.expstatsn, s.itt = struct.pack(">HHI", 1, 0, 0), 7, 3, 0x100
+    cdb = struct.pack(">BBIBHB", 0x2A, 0, 0, 0, 8, 0)
+    itt = s._cmd(0x20, cdb, 4096)
+    bhs = sent[0]
+    assert len(bhs) == 48 and bhs[0] == 0x01 and bhs[1] == 0x80 | 0x20 | 0x01
+    assert bhs[8:10] == b"\x00\x01" and struct.unpack(">IIII", bhs[16:32]) == (itt, 4096, 7, 3)
+    assert bhs[32:42] == cdb and s.cmdsn == 8

@@ -5,6 +5,9 @@ socket, and the parsing of the TargetAddress values it returns (§13.8).
 Run as a program inside the client's namespace (the harness does
 ``ip netns exec NS python -m v6gate.net.iscsi sendtargets ADDR PORT IQN``);
 it prints one JSON object: the keys of the answer, in order, or the error.
+``... rw ADDR PORT INITIATOR IQN LUN SRC DST`` logs in to IQN, writes SRC's
+bytes from LBA 0 with WRITE(10) (R2T / Data-Out), reads them back with
+READ(10) into DST (libiscsi-bin has no writing tool).
 
 libiscsi's iscsi-ls prints one portal per target; the checks need every
 TargetAddress the target sends, so the discovery session is spoken here.
@@ -196,6 +199,145 @@ def parse_target_address(text: str) -> TargetAddress:
     return TargetAddress(text, host, port, tpgt, bracketed)
 
 
+# -- a normal session: SCSI WRITE(10) and READ(10) (RFC 7143 §11.2-11.8) -------------------------------
+OP_SCSI_CMD, OP_DATA_OUT = 0x01, 0x05
+OP_SCSI_RSP, OP_DATA_IN, OP_R2T = 0x21, 0x25, 0x31
+
+
+class Session:
+    """One connection of a Normal session to ``iqn``, LUN ``lun``: enough of
+    RFC 7143 to write and read blocks (R2T and Data-Out, Data-In)."""
+
+    def __init__(self, host: str, port: int, initiator: str, iqn: str, lun: int = 1, timeout: float = 10.0):
+        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, port))
+        self.lun = struct.pack(">HHI", lun & 0x3FFF, 0, 0)
+        self.cmdsn, self.expstatsn, self.itt = 1, 0, 0x100
+        self.target_mrdsl = 8192
+        first = [("InitiatorName", initiator), ("TargetName", iqn), ("SessionType", "Normal"),
+                 ("AuthMethod", "None")]
+        rsp = self._login(0x80 | 0x01, first)  # CSG 0 (security) -> NSG 1 (operational)
+        ops = [("HeaderDigest", "None"), ("DataDigest", "None"), ("MaxRecvDataSegmentLength", "262144"),
+               ("InitialR2T", "Yes"), ("ImmediateData", "No"), ("MaxBurstLength", "262144"),
+               ("FirstBurstLength", "65536"), ("MaxConnections", "1"), ("ErrorRecoveryLevel", "0"),
+               ("DataPDUInOrder", "Yes"), ("DataSequenceInOrder", "Yes")]
+        rsp = self._login(0x80 | 0x04 | 0x03, ops, tsih=rsp.tsih)  # CSG 1 -> NSG 3 (full feature)
+        for k, v in parse_keys(rsp.data):
+            if k == "MaxRecvDataSegmentLength" and v.isdigit():
+                self.target_mrdsl = int(v)
+            if k == "MaxBurstLength" and v.isdigit():
+                self.max_burst = int(v)
+
+    def _login(self, flags: int, keys, tsih: int = 0) -> Pdu:
+        self.sock.sendall(pdu(OP_LOGIN_REQ, flags, tsih=tsih, cmdsn=self.cmdsn, expstatsn=self.expstatsn,
+                              data=keys_bytes(keys)))
+        rsp = read_pdu(self.sock)
+        if rsp.opcode != OP_LOGIN_RSP or rsp.status != (0, 0):
+            raise IscsiError(f"login refused: opcode 0x{rsp.opcode:02x} status {rsp.status} {parse_keys(rsp.data)}")
+        self.expstatsn = rsp.statsn + 1
+        return rsp
+
+    def _cmd(self, flags: int, cdb: bytes, length: int) -> int:
+        self.itt += 1
+        bhs = bytearray(BHS)
+        bhs[0], bhs[1] = OP_SCSI_CMD, flags | 0x80 | 0x01  # F, simple task attribute
+        bhs[8:16] = self.lun
+        struct.pack_into(">IIII", bhs, 16, self.itt, length, self.cmdsn, self.expstatsn)
+        bhs[32:32 + len(cdb)] = cdb
+        self.sock.sendall(bytes(bhs))
+        self.cmdsn += 1
+        return self.itt
+
+    def _status(self, r: Pdu, what: str) -> None:
+        self.expstatsn = r.statsn + 1
+        if r.bhs[2] != 0 or r.bhs[3] != 0:
+            raise IscsiError(f"{what}: response {r.bhs[2]} SCSI status 0x{r.bhs[3]:02x}")
+
+    def write(self, lba: int, data: bytes, block: int = 512) -> None:
+        cdb = struct.pack(">BBIBHB", 0x2A, 0, lba, 0, len(data) // block, 0)
+        itt = self._cmd(0x20, cdb, len(data))
+        while True:
+            r = read_pdu(self.sock)
+            if r.opcode == OP_R2T:
+                ttt, = struct.unpack(">I", r.bhs[20:24])
+                off, want = struct.unpack(">II", r.bhs[40:48])
+                for datasn, pos in enumerate(range(off, off + want, self.target_mrdsl)):
+                    chunk = data[pos:min(pos + self.target_mrdsl, off + want)]
+                    bhs = bytearray(BHS)
+                    bhs[0] = OP_DATA_OUT
+                    bhs[1] = 0x80 if pos + len(chunk) >= off + want else 0
+                    bhs[5:8] = len(chunk).to_bytes(3, "big")
+                    bhs[8:16] = self.lun
+                    struct.pack_into(">II", bhs, 16, itt, ttt)
+                    struct.pack_into(">I", bhs, 28, self.expstatsn)
+                    struct.pack_into(">II", bhs, 36, datasn, pos)
+                    self.sock.sendall(bytes(bhs) + chunk + b"\0" * (_pad4(len(chunk)) - len(chunk)))
+            elif r.opcode == OP_SCSI_RSP:
+                self._status(r, "WRITE(10)")
+                return
+            else:
+                raise IscsiError(f"WRITE(10): unexpected opcode 0x{r.opcode:02x}")
+
+    def read(self, lba: int, nbytes: int, block: int = 512) -> bytes:
+        cdb = struct.pack(">BBIBHB", 0x28, 0, lba, 0, nbytes // block, 0)
+        self._cmd(0x40, cdb, nbytes)
+        buf = bytearray(nbytes)
+        while True:
+            r = read_pdu(self.sock)
+            if r.opcode == OP_DATA_IN:
+                off, = struct.unpack(">I", r.bhs[40:44])
+                buf[off:off + len(r.data)] = r.data
+                if r.flags & 0x01:  # S: status in this PDU
+                    self._status(r, "READ(10)")
+                    return bytes(buf)
+            elif r.opcode == OP_SCSI_RSP:
+                self._status(r, "READ(10)")
+                return bytes(buf)
+            else:
+                raise IscsiError(f"READ(10): unexpected opcode 0x{r.opcode:02x}")
+
+    def clear_unit_attention(self, tries: int = 3) -> None:
+        """TEST UNIT READY until GOOD: a new I_T nexus first gets a UNIT ATTENTION (CHECK CONDITION)."""
+        for _ in range(tries):
+            self._cmd(0, bytes(6), 0)
+            r = read_pdu(self.sock)
+            if r.opcode != OP_SCSI_RSP:
+                raise IscsiError(f"TEST UNIT READY: unexpected opcode 0x{r.opcode:02x}")
+            self.expstatsn = r.statsn + 1
+            if r.bhs[3] == 0:
+                return
+        raise IscsiError(f"TEST UNIT READY: SCSI status 0x{r.bhs[3]:02x} after {tries} tries")
+
+    def close(self) -> None:
+        try:
+            self.sock.sendall(pdu(OP_LOGOUT_REQ, 0x80, cmdsn=self.cmdsn, itt=0xFFF, expstatsn=self.expstatsn))
+            read_pdu(self.sock)
+        except (OSError, IscsiError):
+            pass
+        self.sock.close()
+
+
+def write_and_read_back(host: str, port: int, initiator: str, iqn: str, lun: int, src: str, dst: str,
+                        lba: int = 0) -> dict:
+    with open(src, "rb") as f:
+        data = f.read()
+    s = Session(host, port, initiator, iqn, lun)
+    try:
+        s.clear_unit_attention()
+        chunk = 256 << 10
+        for off in range(0, len(data), chunk):
+            s.write(lba + off // 512, data[off:off + chunk])
+        back = bytearray()
+        for off in range(0, len(data), chunk):
+            back += s.read(lba + off // 512, min(chunk, len(data) - off))
+    finally:
+        s.close()
+    with open(dst, "wb") as f:
+        f.write(back)
+    return {"written": len(data), "read": len(back), "target_mrdsl": s.target_mrdsl}
+
+
 # -- an impostor discovery service (lab faults only) -------------------------------------------------
 def rsp_pdu(opcode: int, flags: int, req: bytes, statsn: int, data: bytes, *, status: int = 0) -> bytes:
     """A response PDU answering request BHS ``req`` (ITT echoed, StatSN set)."""
@@ -247,6 +389,13 @@ def impostor(port: int, iqn: str, portal: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) == 9 and argv[1] == "rw":
+        try:
+            out = write_and_read_back(argv[2], int(argv[3]), argv[4], argv[5], int(argv[6]), argv[7], argv[8])
+        except (OSError, IscsiError) as exc:
+            out = {"error": f"{exc.__class__.__name__}: {exc}"}
+        print(json.dumps(out))
+        return 0
     if len(argv) == 5 and argv[1] == "impostor":
         impostor(int(argv[2]), argv[3], argv[4])
         return 0

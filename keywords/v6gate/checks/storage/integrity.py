@@ -46,6 +46,8 @@ def first_difference(a: bytes, b: bytes) -> str:
         Part("A", "NFSv3 (nfs-cp)", proto="NFS", capabilities=["NFS"], fault="dut_loses_full_size_ipv6_packets"),
         Part("B", "SMB3 (smbclient put/get)", proto="SMB", capabilities=["SMB"],
              fault="dut_loses_full_size_ipv6_packets"),
+        Part("C", "iSCSI (WRITE(10) and READ(10) on a Normal session, LBA 0)", proto="iSCSI", capabilities=["iSCSI"],
+             fault="dut_loses_full_size_ipv6_packets"),
     ],
     capabilities=[], dut_config="storage",
 )
@@ -74,6 +76,21 @@ def data_reads_back_intact_at_link_mtu(t):
         url = f"nfs://{dut}{export}/{name}?version=3"  # libnfs: bare IPv6 in URLs; NFSv4 writes >= 4 KiB fail
         steps = [(["nfs-cp", str(local_in), url], f"nfs-cp to {url}"),
                  (["nfs-cp", url, str(local_out)], f"nfs-cp from {url}")]
+        runner = cl.run
+    elif t.p.proto == "iSCSI":
+        if not svc.get("iqn") or svc.get("writable") is not True:
+            raise C.NotApplicable("the integrity check writes the first 4 MiB of a LUN: declare the iSCSI service's "
+                                  "iqn, lun and writable: true in the target file")
+        what = f"WRITE(10)/READ(10) to {svc['iqn']} LUN {svc.get('lun', 0)} at [{dut}]:{port}"
+        rc, out, err = cl.python("v6gate.net.iscsi", ["rw", dut, str(port), C.INITIATOR, svc["iqn"],
+                                                      str(svc.get("lun", 0)), str(local_in), str(local_out)], limit)
+        answer = out.strip().splitlines()[-1] if out.strip() else ""
+        if rc is None or "error" in answer:
+            how = f"timed out after {limit:g} s" if rc is None else f"failed: {answer[:200]}"
+            return t.failed(f"{what} {how}; {_largest(t, since, dut, port)}; {C.dut_frames_summary(t, since, dut)}")
+        if rc != 0 or not answer:
+            raise BenchError(f"the iSCSI client failed (exit {rc}): {err.strip()[-300:]}")
+        steps = []
         runner = cl.run
     else:
         share = svc.get("share") or "v6gate"
