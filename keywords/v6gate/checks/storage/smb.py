@@ -15,7 +15,8 @@ from . import _client as C
     area="storage", ipv6ready=None,
     title="SMB3 interface list carries the DUT's IPv6 address in well-formed SOCKADDR_IN6 entries",
     rfc="MS-SMB2 §2.2.32.5 (NETWORK_INTERFACE_INFO: 152-byte entries, 128-byte SOCKADDR_STORAGE; "
-        "§2.2.32.5.1.2 SOCKADDR_IN6, family 0x17), §3.3.5.15.11 (the server answers with its interfaces)",
+        "§2.2.32.5.1.2 SOCKADDR_IN6, family 0x17), §3.3.5.15.11 (the server answers with its interfaces); "
+        "RFC 3493 §3.3 (the sockaddr_in6 layout), RFC 4291 §2.5.6 (link-local: not usable off the link)",
     expect="FSCTL_QUERY_NETWORK_INTERFACE_INFO over an SMB 3.x session on the DUT's global IPv6 address returns "
            "a well-framed chain of entries, one of them a SOCKADDR_IN6 with that address; no IPv6 entry link-local "
            "or loopback",
