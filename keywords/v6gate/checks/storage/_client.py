@@ -121,6 +121,12 @@ def service(t, capability: str) -> dict:
     return {"port": port, **(declared[0] if declared else {"name": proto})}
 
 
+def endpoint(t, capability: str) -> tuple[str, dict, int, Client]:
+    """(the DUT's global address, its declared service, the service's port, the client node)."""
+    svc = service(t, capability)
+    return dut_address(t), svc, int(svc["port"]), client(t)
+
+
 def dut_address(t) -> str:
     """The DUT's global address the clients talk to (the precondition of every storage check)."""
     addr = t.dut.global_address()
@@ -198,4 +204,4 @@ def dut_frames_summary(t, since: float, dut: str, limit: int = 4) -> str:
     return "the DUT sent: " + "; ".join(f.pkt.summary() for f in frames[:limit])
 
 
-__all__ = ["Client", "M", "classify", "client", "dut_address", "ipv4_problem", "service", "session_frames"]
+__all__ = ["Client", "M", "classify", "client", "dut_address", "endpoint", "ipv4_problem", "service", "session_frames"]

@@ -53,10 +53,7 @@ def sendtargets_portals_are_ipv6(t):
     portal cannot be reached, a link-local one cannot be reached from off
     the link and carries no zone, and an unbracketed IPv6 literal cannot be
     told apart from the port: each breaks the initiator's next login."""
-    dut = C.dut_address(t)
-    svc = C.service(t, "iSCSI")
-    port = int(svc["port"])
-    cl = C.client(t)
+    dut, svc, port, cl = C.endpoint(t, "iSCSI")
     since = t.port.now()
     rc, out, err = cl.python("v6gate.net.iscsi", ["sendtargets", dut, str(port), C.INITIATOR],
                              max(10.0, 5 * t.reply_timeout))

@@ -50,10 +50,7 @@ def service_answers_over_ipv6_only(t):
     the DUT claims must accept a client's session on its global IPv6
     address, and the DUT must not send IPv4 (ARP, broadcasts, an IPv4
     portal) while serving it."""
-    dut = C.dut_address(t)
-    svc = C.service(t, t.p.proto)
-    port = int(svc["port"])
-    cl = C.client(t)
+    dut, svc, port, cl = C.endpoint(t, t.p.proto)
     limit = max(10.0, 5 * t.reply_timeout)
     if t.p.proto == "iSCSI":
         what = f"iscsi-ls to iscsi://[{dut}]:{port}"

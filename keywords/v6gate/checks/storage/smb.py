@@ -29,10 +29,7 @@ def interface_info_lists_ipv6_addresses(t):
     can use only SOCKADDR_IN6 entries, and a mis-sized entry corrupts every
     entry after it (clients have crashed or ignored the whole list on such
     framing)."""
-    dut = C.dut_address(t)
-    svc = C.service(t, "SMB")
-    port = int(svc["port"])
-    cl = C.client(t)
+    dut, _svc, port, cl = C.endpoint(t, "SMB")
     creds = (C.settings(t.target).get("smb_user") or "").split("%", 1)
     since = t.port.now()
     rc, out, err = cl.python("v6gate.net.smb", ["interfaces", dut, str(port), *[c for c in creds if c]],

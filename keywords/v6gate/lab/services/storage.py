@@ -30,9 +30,10 @@ import time
 from ...errors import LabError
 from ...paths import ROOT
 from ...util.isolate import isolated
-from ...util.proc import ip_batch, run
+from ...util.proc import run
 from ..daemon import Daemon
 from . import Service, service
+from .perf import PerfPeer
 
 #: host directories each daemon could write, hidden behind a tmpfs in its private mount namespace
 PRIVATE_DIRS = {
@@ -173,36 +174,11 @@ class Samba(_StorageService):
 
 
 @service("storage-client")
-class StorageClient(Service):
-    """The peer's kernel stack for the storage clients: IPv6 only."""
+class StorageClient(PerfPeer):
+    """The peer's kernel stack for the storage clients: IPv6 only (the
+    perf-peer's set-up without its IPv4 address)."""
 
-    defaults = {"ipv6": "2001:db8:1::c/64"}
-
-    def __init__(self, lab, node, spec):
-        super().__init__(lab, node, spec)
-        self._on = False
-
-    def start(self) -> None:
-        ifname = self.ifname()
-        run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=0", f"net.ipv6.conf.{ifname}.disable_ipv6=0",
-             f"net.ipv6.conf.{ifname}.accept_dad=0", f"net.ipv6.conf.{ifname}.accept_ra=0"],
-            ns=self.ns, what="storage-client sysctls")
-        ip_batch([f"addr add {self.params['ipv6']} dev {ifname} nodad"], self.ns, what="storage-client address")
-        self._on = True
-
-    def stop(self) -> None:
-        if not self._on:
-            return
-        ifname = self.ifname()
-        try:
-            ip_batch([f"addr flush dev {ifname}"], self.ns, what="storage-client flush")
-            run(["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1", "net.ipv6.conf.all.disable_ipv6=1"],
-                ns=self.ns, what="storage-client sysctls")
-        finally:
-            self._on = False
-
-    def running(self) -> bool:
-        return self._on
+    defaults = {"ipv6": "2001:db8:1::c/64", "ipv4": None}
 
     @property
     def address(self) -> str:
