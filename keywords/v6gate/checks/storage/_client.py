@@ -84,17 +84,25 @@ def _text(b) -> str:
     return b.decode(errors="replace") if isinstance(b, bytes) else b
 
 
-def client(t) -> Client:
-    """The node the clients run on (see the module docstring)."""
+def client(t, far: bool = False) -> Client:
+    """The node the clients run on (see the module docstring); ``far``: the
+    one behind a lower-MTU path (lab: storage-far-client; a real bench:
+    extensions.storage.low_mtu_path.client)."""
     lab = getattr(t.session, "lab", None)
+    kind = "storage-far-client" if far else "storage-client"
     if lab is not None and not lab.external_dut:
-        lab.ensure_services(set(lab.wanted) | LAB_CLIENT_SERVICES)
-        svc = lab.service("storage-client")
+        lab.ensure_services(set(lab.wanted) | LAB_CLIENT_SERVICES | {kind})
+        svc = lab.service(kind)
         if svc is None or not svc.running():
-            raise BenchError("the lab topology has no storage-client service on its peer node "
-                             "(fixtures/lab/topology.yaml)")
+            raise BenchError(f"the lab topology has no {kind} service (fixtures/lab/topology.yaml)")
         return Client(lab.ns(svc.node), svc.address, lab.workdir)
-    ext = settings(t.target).get("client")
+    if far:
+        ext = (settings(t.target).get("low_mtu_path") or {}).get("client")
+        if not isinstance(ext, dict):
+            raise NotApplicable("the target file names no client behind a lower-MTU path "
+                                "(extensions.storage.low_mtu_path.client: {netns, interface, address})")
+    else:
+        ext = settings(t.target).get("client")
     if not isinstance(ext, dict):
         raise NotApplicable("the target file names no storage client node (extensions.storage.client: "
                             "{netns: NS or null, interface: IF, address: A}); see fixtures/targets/example-storage.yaml")
@@ -121,10 +129,10 @@ def service(t, capability: str) -> dict:
     return {"port": port, **(declared[0] if declared else {"name": proto})}
 
 
-def endpoint(t, capability: str) -> tuple[str, dict, int, Client]:
+def endpoint(t, capability: str, far: bool = False) -> tuple[str, dict, int, Client]:
     """(the DUT's global address, its declared service, the service's port, the client node)."""
     svc = service(t, capability)
-    return dut_address(t), svc, int(svc["port"]), client(t)
+    return dut_address(t), svc, int(svc["port"]), client(t, far)
 
 
 def dut_address(t) -> str:

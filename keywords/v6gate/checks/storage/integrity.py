@@ -48,6 +48,11 @@ def first_difference(a: bytes, b: bytes) -> str:
              fault="dut_loses_full_size_ipv6_packets"),
         Part("C", "iSCSI (WRITE(10) and READ(10) on a Normal session, LBA 0)", proto="iSCSI", capabilities=["iSCSI"],
              fault="dut_loses_full_size_ipv6_packets"),
+        Part("D", "NFSv3 to a client behind a 1280-byte hop (PMTUD in action)", proto="NFS", far=True,
+             capabilities=["NFS"], fault="dut_ignores_packet_too_big",
+             rfc="RFC 8201 §4 (a node reduces its PMTU on Packet Too Big), §5.2; RFC 8200 §5",
+             expect="a 4 MiB pattern written and read back through a router whose path to the client has a "
+                    "1280-byte MTU compares equal: the DUT lowered its path MTU on the router's Packet Too Big"),
     ],
     capabilities=[], dut_config="storage",
 )
@@ -56,12 +61,9 @@ def data_reads_back_intact_at_link_mtu(t):
     large as the link allows (RFC 8200 §5; the MSS follows the MTU), and
     the bytes read back must be the bytes written.  A path that loses
     full-size IPv6 packets (an MTU black hole) stalls the transfer."""
-    dut = C.dut_address(t)
-    svc = C.service(t, t.p.proto)
+    dut, svc, port, cl = C.endpoint(t, t.p.proto, far=getattr(t.p, "far", False))
     if svc.get("writable") is False:
         raise C.NotApplicable(f"the target file says its {t.p.proto} service is not writable")
-    port = int(svc["port"])
-    cl = C.client(t)
     seed = secrets.token_bytes(8)
     data = pattern(PATTERN_BYTES, seed)
     name = f"v6gate-{seed.hex()}.bin"
@@ -112,6 +114,13 @@ def data_reads_back_intact_at_link_mtu(t):
     diff = first_difference(data, back)
     largest = _largest_frame(t, since, dut, port)
     mss = _dut_mss(t, since, dut, port)
+    path = ""
+    if getattr(t.p, "far", False):
+        ptb = _packet_too_big_to_dut(t, since, dut)
+        t.measure("packet_too_big_to_dut", ptb)
+        path = (f"; across the hop to {cl.address}: {len(ptb)} Packet Too Big to the DUT (MTU "
+                f"{', '.join(sorted({str(m) for m in ptb}))}) and the transfer went on" if ptb else
+                f"; no Packet Too Big seen on the link for the path to {cl.address}")
     mtu = int(t.target.link_mtu) if t.target.link_mtu else None
     t.measure("largest_dut_packet_bytes", largest)
     t.measure("dut_mss", mss)
@@ -122,7 +131,7 @@ def data_reads_back_intact_at_link_mtu(t):
     # announced (RFC 9293 §3.7.1: link MTU - 60 for IPv6) tells the segment size, not the largest frame
     return t.passed(f"{len(data)} bytes written and read back identical over IPv6; the DUT announced MSS "
                     f"{mss or 'unseen'} (link MTU {mtu} - 60 = {mtu - 60 if mtu else '?'}); its largest captured "
-                    f"packet {largest} bytes")
+                    f"packet {largest} bytes{path}")
 
 
 def _largest_frame(t, since: float, dut: str, port: int) -> int:
@@ -146,3 +155,11 @@ def _dut_mss(t, since: float, dut: str, port: int) -> int | None:
         if TCP in p and p[IPv6].src == dut and p[TCP].flags.S:
             return dict((k, v) for k, v in p[TCP].options if isinstance(k, str)).get("MSS")
     return None
+
+
+def _packet_too_big_to_dut(t, since: float, dut: str) -> list[int]:
+    """MTUs of the Packet Too Big messages sent to the DUT in the check (the router's, seen on the link)."""
+    from scapy.layers.inet6 import ICMPv6PacketTooBig, IPv6
+
+    frames = t.collect(lambda p: ICMPv6PacketTooBig in p and p[IPv6].dst == dut, 0, since=since, any_source=True)
+    return [f.pkt[ICMPv6PacketTooBig].mtu for f in frames]
