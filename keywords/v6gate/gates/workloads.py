@@ -170,3 +170,53 @@ def qperf(bench: Bench, prof: GateProfile, family: str, size: int, *, baseline: 
 
 def finite(x: float) -> bool:
     return not (math.isinf(x) or math.isnan(x))
+
+
+# -- storage: sequential iSCSI I/O (our RFC 7143 client; Debian's fio has no libiscsi engine) -----------------
+def iscsi_seq(bench: Bench, prof: GateProfile, family: str, *, baseline: bool = False) -> Measure:
+    """One trial: sequential bs-byte READ(10) or WRITE(10) on the lab DUT's tgt LUN for trial_s seconds,
+    from the client node over ``family``; IOPS, MB/s and CPU (client rusage + tgtd's /proc time)."""
+    import os
+    import sys
+
+    from ..checks.storage._client import INITIATOR
+    from ..paths import ROOT
+    from .disturbance import process_cpu_s
+
+    p = prof.params
+    addr = bench.address(family)
+    tgt = bench.lab.service("tgt") if bench.lab is not None else None
+    if tgt is None or not tgt.running():
+        raise BenchError("the storage gate needs the lab DUT's tgt (DUT configuration storage-perf)")
+    argv = [sys.executable, "-m", "v6gate.net.iscsi", "seq", addr, str(tgt.params["port"]), INITIATOR,
+            tgt.params["iqn"], "1", str(int(p["bs"])), p["rw"], f"{prof.trial_s:g}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "keywords")}
+    pid = tgt.daemons[0].pid
+    srv0 = process_cpu_s(pid)
+    try:
+        cp = subprocess.run(bench.client.argv(argv), capture_output=True, text=True, env=env,
+                            timeout=prof.trial_s + 20)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"the iSCSI client did not finish ({family}, {p['rw']} {p['bs']})") from None
+    srv1 = process_cpu_s(pid)
+    try:
+        r = json.loads(cp.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise BenchError(f"the iSCSI client gave no figures ({family}): {cp.stderr.strip()[-200:]}") from None
+    if "error" in r:
+        if baseline:
+            raise BenchError(f"the baseline arm failed ({family} {addr}): {r['error']}")
+        r = {"ops": 0, "bytes": 0, "seconds": prof.trial_s, "cpu_s": 0.0, "error": r["error"]}
+    secs = max(r["seconds"], 1e-6)
+    server_cpu = (srv1 - srv0) if srv0 is not None and srv1 is not None else 0.0
+    cpu = r["cpu_s"] + server_cpu
+    mb = r["bytes"] / 1e6
+    if mb == 0:
+        values = {"throughput": FLOOR, "transactions": FLOOR, "cpu_per_unit": 1 / FLOOR}
+    else:
+        values = {"throughput": mb / secs, "transactions": r["ops"] / secs, "cpu_per_unit": cpu * 1000 / mb}
+    raw = {"tool": "v6gate.net.iscsi seq", "family": family, "dst": addr, "bs": p["bs"], "rw": p["rw"],
+           "ops": r["ops"], "bytes": r["bytes"], "seconds": round(secs, 4), "iops": round(r["ops"] / secs, 1),
+           "mb_s": round(mb / secs, 2), "client_cpu_s": round(r["cpu_s"], 4), "server_cpu_s": round(server_cpu, 4),
+           "client_cpu_pct": round(100 * r["cpu_s"] / secs, 1), "server_cpu_pct": round(100 * server_cpu / secs, 1)}
+    return Measure(values, secs, r["cpu_s"], raw)

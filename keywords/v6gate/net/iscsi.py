@@ -338,6 +338,36 @@ def write_and_read_back(host: str, port: int, initiator: str, iqn: str, lun: int
     return {"written": len(data), "read": len(back), "target_mrdsl": s.target_mrdsl}
 
 
+def sequential(host: str, port: int, initiator: str, iqn: str, lun: int, bs: int, rw: str, seconds: float,
+               span: int = 32 << 20) -> dict:
+    """Sequential READ(10) or WRITE(10) of ``bs``-byte blocks over the first
+    ``span`` bytes of the LUN, for ``seconds``: operations, bytes, and this
+    process's CPU (the measured client of the storage gate)."""
+    import resource
+    import time
+
+    s = Session(host, port, initiator, iqn, lun)
+    try:
+        s.clear_unit_attention()
+        data = bytes(range(256)) * (bs // 256)
+        ops, lba, blocks = 0, 0, bs // 512
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            if rw == "write":
+                s.write(lba, data)
+            else:
+                s.read(lba, bs)
+            ops += 1
+            lba = (lba + blocks) % (span // 512)
+        elapsed = time.monotonic() - t0
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+    finally:
+        s.close()
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return {"ops": ops, "bytes": ops * bs, "seconds": elapsed, "cpu_s": cpu, "bs": bs, "rw": rw}
+
+
 # -- an impostor discovery service (lab faults only) -------------------------------------------------
 def rsp_pdu(opcode: int, flags: int, req: bytes, statsn: int, data: bytes, *, status: int = 0) -> bytes:
     """A response PDU answering request BHS ``req`` (ITT echoed, StatSN set)."""
@@ -392,6 +422,14 @@ def main(argv: list[str]) -> int:
     if len(argv) == 9 and argv[1] == "rw":
         try:
             out = write_and_read_back(argv[2], int(argv[3]), argv[4], argv[5], int(argv[6]), argv[7], argv[8])
+        except (OSError, IscsiError) as exc:
+            out = {"error": f"{exc.__class__.__name__}: {exc}"}
+        print(json.dumps(out))
+        return 0
+    if len(argv) == 10 and argv[1] == "seq":
+        try:
+            out = sequential(argv[2], int(argv[3]), argv[4], argv[5], int(argv[6]), int(argv[7]), argv[8],
+                             float(argv[9]))
         except (OSError, IscsiError) as exc:
             out = {"error": f"{exc.__class__.__name__}: {exc}"}
         print(json.dumps(out))

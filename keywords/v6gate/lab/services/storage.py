@@ -85,7 +85,9 @@ class _StorageService(Service):
 
 @service("tgt")
 class Tgt(_StorageService):
-    defaults = {"port": 3260, "portal": "[::]", "iqn": f"{IQN_PREFIX}:lun0", "lun_mb": 64, "tid": 1}
+    #: ipv4_portal: also listen on 0.0.0.0 (tgtd's [::] socket is IPv6-only), for the IPv4 arm of the gates
+    defaults = {"port": 3260, "portal": "[::]", "iqn": f"{IQN_PREFIX}:lun0", "lun_mb": 64, "tid": 1,
+                "ipv4_portal": False}
 
     def start(self) -> None:
         p = self.params
@@ -105,6 +107,8 @@ class Tgt(_StorageService):
                      ["--op", "new", "--mode", "logicalunit", "--tid", tid, "--lun", "1", "-b", backing],
                      ["--op", "bind", "--mode", "target", "--tid", tid, "-I", "ALL"]):
             self.tgtadm(args)
+        if p["ipv4_portal"]:
+            self.tgtadm(["--op", "new", "--mode", "portal", "--param", f"portal=0.0.0.0:{p['port']}"])
         # the faults reconfigure the running target with the same tool (fixtures/faults/storage.yaml)
         self.write_helpers()
         helper = self.lab.workdir / f"{self.node}-tgtadm"
