@@ -50,8 +50,15 @@ WORKLOADS: dict[str, dict] = {
     "ra_to_slaac": {"compare": {"target"}, "metrics": {"time": ("s", False)}, "params": {"dad_transmits"}},
     "dhcpv6_lease": {"compare": {"target"}, "metrics": {"time": ("s", False)}, "params": {"pool"}},
     "ns_to_na": {"compare": {"target"}, "metrics": {"time": ("ms", False)}, "params": set()},
-    # storage: sequential iSCSI READ(10)/WRITE(10) of bs-byte blocks (keywords/v6gate/net/iscsi.py)
+    # storage: sequential iSCSI READ(10)/WRITE(10) (net/iscsi.py) and NFSv3 READ/WRITE (net/nfs.py, libnfs)
+    # of bs-byte blocks
     "iscsi_seq": {
+        "compare": {"family"},
+        "metrics": {"throughput": ("MB/s", True), "transactions": ("IOPS", True),
+                    "cpu_per_unit": ("CPU ms per MB", False)},
+        "params": {"bs", "rw"},
+    },
+    "nfs_seq": {
         "compare": {"family"},
         "metrics": {"throughput": ("MB/s", True), "transactions": ("IOPS", True),
                     "cpu_per_unit": ("CPU ms per MB", False)},
