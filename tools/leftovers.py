@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from v6gate.lab import registry
+from v6gate.lab import daemon_leftovers, registry
 from v6gate.paths import STATE_DIR
 
 #: mount sources the lab's private mount namespaces use (lab/hostpaths.py); never visible on the host
@@ -97,4 +97,7 @@ def host_paths(before: set[str]) -> list[str]:
 
 if __name__ == "__main__":
     before = set(sys.stdin.read().split()) if not sys.stdin.isatty() else set()
-    print(" ".join(leaked_labs(before) + host_paths(before)))
+    # daemons' files in host paths and their private mounts (storage daemons, lab/daemon_leftovers.py)
+    daemons = ([f"file:{p}" for p in daemon_leftovers.daemon_files()]
+               + [f"mount:{m}" for m in daemon_leftovers.lab_mounts()])
+    print(" ".join(leaked_labs(before) + host_paths(before) + daemons))

@@ -168,3 +168,56 @@ def test_standalone_lab_up_status_down():
         down = v6gate("lab", "down", "st1", check=True)
     assert "v6gst1" in down.stdout
     assert not namespaces_with("v6gst1-")
+
+
+def _storage_pids(lab) -> dict[str, list[int]]:
+    """The storage daemons running in the lab DUT's namespace, by name."""
+    pids = run(["ip", "netns", "pids", lab.dut_ns], check=False).stdout.split()
+    out: dict[str, list[int]] = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        out.setdefault(comm, []).append(int(pid))
+    return out
+
+
+def test_storage_daemons_stop_with_the_lab_and_leave_no_host_path_file():
+    """tgtd (which ignores SIGTERM while it has targets), ganesha with its own
+    rpcbind, and smbd run in the DUT's namespace in private mount namespaces;
+    a DUT rebuild and the lab's teardown stop all of them, and no socket, pid
+    file, database or tmpfs of theirs appears in the host's paths."""
+    from v6gate.lab import daemon_leftovers as hostpaths
+
+    files_before, mounts_before = hostpaths.daemon_files(), hostpaths.lab_mounts()
+    lab = Lab(run_id="stor")
+    lab.up()
+    try:
+        lab.reset_dut(config="storage")
+        running = _storage_pids(lab)
+        for name in ("tgtd", "ganesha.nfsd", "rpcbind", "smbd"):
+            assert name in running, f"{name} is not running in the DUT namespace: {sorted(running)}"
+        daemon_pids = [p for name in ("tgtd", "ganesha.nfsd", "rpcbind", "smbd") for p in running[name]]
+        assert hostpaths.daemon_files() == files_before, "a storage daemon wrote in a host path"
+        assert hostpaths.lab_mounts() == mounts_before, "a private tmpfs is visible on the host"
+        lab.reset_dut()  # back to the plain DUT: the storage daemons stop
+        assert not {"tgtd", "ganesha.nfsd", "rpcbind", "smbd"} & set(_storage_pids(lab))
+        lab.reset_dut(config="storage")
+        daemon_pids += [p for name in ("tgtd", "smbd") for p in _storage_pids(lab).get(name, [])]
+    finally:
+        lab.down()
+    assert not namespaces_with(lab.lab_id)
+    alive = [p for p in daemon_pids if _alive(p)]
+    assert not alive, f"storage daemons survived the lab: {alive}"
+    assert hostpaths.daemon_files() == files_before
+    assert not lab.workdir.exists(), "the LUN, export and samba state go with the lab"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -55,3 +55,24 @@ def test_robot_host_suite_rejects_an_unknown_area(tmp_path):
     cp = robot(tmp_path, "host.robot", "AREAS:nosuch", timeout=120)
     assert cp.returncode != 0
     assert "unknown area(s) nosuch" in cp.stdout + cp.stderr
+
+
+def test_robot_storage_campaign_gives_a_verdict_and_a_pcap_per_part(tmp_path):
+    """suites/robot/storage.robot: the storage IPv6-only audit campaign, one
+    Robot test per storage check part, verdicts and pcaps in the run directory."""
+    from v6gate.core.check import all_items
+
+    run_dir = tmp_path / "run"
+    cp = robot(tmp_path, "storage.robot", timeout=600)
+    assert cp.returncode == 0, cp.stdout[-3000:]
+    parts = all_items(areas=["storage"])
+    tests = ET.parse(tmp_path / "robot" / "output.xml").findall(".//suite/test")
+    assert len(tests) == len(parts) >= 10
+    assert all("area:storage" in [g.text for g in t.findall("tag")] for t in tests)
+    doc = load_results(run_dir)
+    assert sorted((c["id"], c["part"]) for c in doc["checks"]) == sorted((c.id, p.letter) for c, p in parts)
+    assert {c["verdict"] for c in doc["checks"]} == {"PASS"}
+    from pathlib import Path
+
+    pcaps = [(c.get("evidence") or {}).get("pcap") for c in doc["checks"]]
+    assert all(p and Path(p).exists() for p in pcaps), pcaps

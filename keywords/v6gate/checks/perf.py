@@ -223,3 +223,33 @@ def ns_to_na_latency_within_target(t):
     (RFC 4861 §7.2.4); late answers make neighbours retransmit after
     RetransTimer and stall every new flow."""
     return run_gate(t, "ns_to_na")
+
+
+@check(
+    title="Block storage (iSCSI) over IPv6 not slower than over IPv4",
+    rfc="RFC 7143 §4.2 (iSCSI over TCP, any IP version); RFC 8200 §1 (IPv6-only readiness, non-inferiority)",
+    expect="IPv6/IPv4 ratio of sequential iSCSI MB/s and IOPS at 64 KiB and 256 KiB blocks within the margin",
+    fault="dut_ipv6_path_throttled",
+    parts=_parts("storage_iscsi_seq"),
+    **{**FAMILY, "capabilities": ["iSCSI"], "dut_config": "storage-perf"},
+)
+def ipv6_iscsi_sequential_io_is_not_slower_than_ipv4(t):
+    """Storage vendor's IPv6-only study: block storage at 64 KiB and 256 KiB
+    blocks, sequential read and write, must move as many MB/s and IOPS over
+    IPv6 as over IPv4, at no more CPU."""
+    return run_gate(t, "storage_iscsi_seq")
+
+
+@check(
+    title="File storage (NFSv3) over IPv6 not slower than over IPv4",
+    rfc="RFC 1813 §3.3.6-7 (NFSv3 READ/WRITE), RFC 5665 (NFS over IPv6 transports); RFC 8200 §1 (non-inferiority)",
+    expect="IPv6/IPv4 ratio of sequential NFSv3 MB/s and IOPS at 64 KiB and 256 KiB blocks within the margin",
+    fault="dut_ipv6_path_throttled",
+    parts=_parts("storage_nfs_seq"),
+    **{**FAMILY, "capabilities": ["NFS"], "dut_config": "storage-perf"},
+)
+def ipv6_nfs_sequential_io_is_not_slower_than_ipv4(t):
+    """Storage vendor's IPv6-only study: NFS at 64 KiB and 256 KiB blocks,
+    sequential read and write, must move as many MB/s and IOPS over IPv6 as
+    over IPv4, at no more CPU."""
+    return run_gate(t, "storage_nfs_seq")

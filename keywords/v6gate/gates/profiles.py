@@ -50,6 +50,20 @@ WORKLOADS: dict[str, dict] = {
     "ra_to_slaac": {"compare": {"target"}, "metrics": {"time": ("s", False)}, "params": {"dad_transmits"}},
     "dhcpv6_lease": {"compare": {"target"}, "metrics": {"time": ("s", False)}, "params": {"pool"}},
     "ns_to_na": {"compare": {"target"}, "metrics": {"time": ("ms", False)}, "params": set()},
+    # storage: sequential iSCSI READ(10)/WRITE(10) (net/iscsi.py) and NFSv3 READ/WRITE (net/nfs.py, libnfs)
+    # of bs-byte blocks
+    "iscsi_seq": {
+        "compare": {"family"},
+        "metrics": {"throughput": ("MB/s", True), "transactions": ("IOPS", True),
+                    "cpu_per_unit": ("CPU ms per MB", False)},
+        "params": {"bs", "rw"},
+    },
+    "nfs_seq": {
+        "compare": {"family"},
+        "metrics": {"throughput": ("MB/s", True), "transactions": ("IOPS", True),
+                    "cpu_per_unit": ("CPU ms per MB", False)},
+        "params": {"bs", "rw"},
+    },
 }
 COMPARE_ARMS = {"family": ("v4", "v6"), "offload": ("off", "on"), "dstopts": ("without", "with")}
 FIELDS = {"title", "description", "workload", "compare", "params", "metrics", "margin", "confidence", "method",

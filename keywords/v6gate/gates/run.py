@@ -58,6 +58,9 @@ def _measure_fn(t, prof: GateProfile, bench: Bench):
     if prof.compare == "family":
         if wl == "loadgen":
             return (lambda arm: workloads.loadgen(bench, prof, arm, baseline=arm == "v4")), lambda: None
+        if wl in ("iscsi_seq", "nfs_seq"):
+            fn = getattr(workloads, wl)
+            return (lambda arm: fn(bench, prof, arm, baseline=arm == "v4")), lambda: None
         return (lambda arm: workloads.iperf3(bench, prof, arm, baseline=arm == "v4")), lambda: None
     if prof.compare == "dstopts":
         size = int(prof.params.get("dstopts", 8))

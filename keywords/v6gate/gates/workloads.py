@@ -170,3 +170,74 @@ def qperf(bench: Bench, prof: GateProfile, family: str, size: int, *, baseline: 
 
 def finite(x: float) -> bool:
     return not (math.isinf(x) or math.isnan(x))
+
+
+# -- storage: sequential iSCSI and NFSv3 I/O ------------------------------------------------------------------
+# Our RFC 7143 initiator (net/iscsi.py) and libnfs through ctypes (net/nfs.py): Debian's fio has neither the
+# libiscsi nor the nfs engine, libiscsi-bin has no writing tool and nfs-cp no block size.
+def iscsi_seq(bench: Bench, prof: GateProfile, family: str, *, baseline: bool = False) -> Measure:
+    """One trial: sequential bs-byte READ(10) or WRITE(10) on the lab DUT's tgt LUN for trial_s seconds."""
+    from ..checks.storage._client import INITIATOR
+
+    tgt = _lab_service(bench, "tgt")
+    p = prof.params
+    args = ["v6gate.net.iscsi", "seq", bench.address(family), str(tgt.params["port"]), INITIATOR,
+            tgt.params["iqn"], "1", str(int(p["bs"])), p["rw"], f"{prof.trial_s:g}"]
+    return _storage_trial(bench, prof, family, args, tgt.daemons[0].pid, baseline)
+
+
+def nfs_seq(bench: Bench, prof: GateProfile, family: str, *, baseline: bool = False) -> Measure:
+    """One trial: sequential bs-byte NFSv3 READ or WRITE of a file on the lab DUT's ganesha export."""
+    nfs = _lab_service(bench, "nfs-ganesha")
+    p = prof.params
+    args = ["v6gate.net.nfs", "seq", bench.address(family), nfs.export_path, str(int(p["bs"])), p["rw"],
+            f"{prof.trial_s:g}"]
+    return _storage_trial(bench, prof, family, args, nfs.daemons[0].pid, baseline)
+
+
+def _lab_service(bench: Bench, kind: str):
+    svc = bench.lab.service(kind) if bench.lab is not None else None
+    if svc is None or not svc.running():
+        raise BenchError(f"the storage gate needs the lab DUT's {kind} (DUT configuration storage-perf)")
+    return svc
+
+
+def _storage_trial(bench: Bench, prof: GateProfile, family: str, args: list[str], server_pid: int,
+                   baseline: bool) -> Measure:
+    """Run the client module for one trial; IOPS, MB/s and CPU (client rusage + the server's /proc time)."""
+    import os
+    import sys
+
+    from ..paths import ROOT
+    from .disturbance import process_cpu_s
+
+    p = prof.params
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "keywords")}
+    srv0 = process_cpu_s(server_pid)
+    try:
+        cp = subprocess.run(bench.client.argv([sys.executable, "-m", *args]), capture_output=True, text=True,
+                            env=env, timeout=prof.trial_s + 60)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"the {args[0]} client did not finish ({family}, {p['rw']} {p['bs']})") from None
+    srv1 = process_cpu_s(server_pid)
+    try:
+        r = json.loads(cp.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise BenchError(f"the {args[0]} client gave no figures ({family}): {cp.stderr.strip()[-200:]}") from None
+    if "error" in r:
+        if baseline:
+            raise BenchError(f"the baseline arm failed ({family} {args[2]}): {r['error']}")
+        r = {"ops": 0, "bytes": 0, "seconds": prof.trial_s, "cpu_s": 0.0, "error": r["error"]}
+    secs = max(r["seconds"], 1e-6)
+    server_cpu = (srv1 - srv0) if srv0 is not None and srv1 is not None else 0.0
+    cpu = r["cpu_s"] + server_cpu
+    mb = r["bytes"] / 1e6
+    if mb == 0:
+        values = {"throughput": FLOOR, "transactions": FLOOR, "cpu_per_unit": 1 / FLOOR}
+    else:
+        values = {"throughput": mb / secs, "transactions": r["ops"] / secs, "cpu_per_unit": cpu * 1000 / mb}
+    raw = {"tool": args[0], "family": family, "dst": args[2], "bs": p["bs"], "rw": p["rw"],
+           "ops": r["ops"], "bytes": r["bytes"], "seconds": round(secs, 4), "iops": round(r["ops"] / secs, 1),
+           "mb_s": round(mb / secs, 2), "client_cpu_s": round(r["cpu_s"], 4), "server_cpu_s": round(server_cpu, 4),
+           "client_cpu_pct": round(100 * r["cpu_s"] / secs, 1), "server_cpu_pct": round(100 * server_cpu / secs, 1)}
+    return Measure(values, secs, r["cpu_s"], raw)

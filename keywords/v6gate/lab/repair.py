@@ -101,7 +101,7 @@ class Repairer:
         self.rule = RULES[name]
         self.params = dict(spec.get("params") or {})
         self.direction = spec.get("direction", "in")
-        self.protocol = spec.get("protocol", "icmpv6")  # the packets queued to the rule (ip6tables -p)
+        self.protocol = spec.get("protocol", "icmpv6")  # the packets queued to the rule (icmpv6, tcp, udp)
         if self.direction not in ("in", "out"):
             raise LabError(f"repair direction {self.direction!r}: use 'in' (what the DUT receives) or 'out'")
         self.ns, self.iface, self.dut = ns, iface, dut

@@ -32,8 +32,9 @@ class PerfPeer(Service):
              f"net.ipv6.conf.{ifname}.accept_dad=0", f"net.ipv6.conf.{ifname}.accept_ra=0",
              "net.ipv4.tcp_tw_reuse=1", "net.ipv4.ip_local_port_range=1024 65000"],
             ns=self.ns, what="perf-peer sysctls")
-        ip_batch([f"addr add {self.params['ipv6']} dev {ifname} nodad",
-                  f"addr add {self.params['ipv4']} dev {ifname}"], self.ns, what="perf-peer addresses")
+        ip_batch([f"addr add {self.params['ipv6']} dev {ifname} nodad"]
+                 + ([f"addr add {self.params['ipv4']} dev {ifname}"] if self.params.get("ipv4") else []),
+                 self.ns, what=f"{self.kind} addresses")
         self._on = True
 
     def stop(self) -> None:

@@ -1,0 +1,81 @@
+"""iSCSI discovery over IPv6: the SendTargets answer's TargetAddress
+values (RFC 7143 §13.8)."""
+
+from __future__ import annotations
+
+import json
+
+from ...core.check import Part, check
+from ...errors import BenchError
+from ...net.iscsi import parse_target_address
+from . import _client as C
+
+
+def judge_target_addresses(pairs: list[list[str]] | list[tuple[str, str]], link_is_global: bool = True
+                           ) -> tuple[list[str], list[str]]:
+    """(problems, portals) of a SendTargets answer: every TargetAddress must
+    be a well-formed ``[IPv6]:port,tpgt`` (or a name), not IPv4, link-local
+    or loopback on a link where the client used a global address."""
+    problems, portals = [], []
+    target = None
+    for key, value in pairs:
+        if key == "TargetName":
+            target = value
+        elif key == "TargetAddress":
+            portals.append(value)
+            try:
+                ta = parse_target_address(value)
+            except ValueError as exc:
+                problems.append(f"malformed TargetAddress of {target}: {exc}")
+                continue
+            bad = C.classify(ta.host, link_is_global)
+            if bad:
+                problems.append(f"TargetAddress {value} of {target} is {bad}")
+    return problems, portals
+
+
+@check(
+    area="storage", ipv6ready=None,
+    title="iSCSI SendTargets lists only IPv6 portals usable on the link",
+    rfc="RFC 7143 §13.8 (TargetAddress: domainname[:port][,tpgt], IPv6 in brackets), §4.3 (discovery)",
+    expect="a discovery session on the DUT's global IPv6 address returns TargetAddress entries that are bracketed "
+           "global IPv6 portals (or names): none IPv4, link-local, loopback or malformed",
+    parts=[
+        Part("A", "discovery on the global address (control: a link-local portal)",
+             fault="dut_iscsi_advertises_link_local_portal"),
+        Part("B", "discovery on the global address (control: an IPv4 portal)", fault="dut_iscsi_advertises_ipv4_portal"),
+    ],
+    capabilities=["iSCSI"], dut_config="storage",
+)
+def sendtargets_portals_are_ipv6(t):
+    """A target returns, for each target name, the addresses where an
+    initiator can reach it (TargetAddress).  On an IPv6-only link an IPv4
+    portal cannot be reached, a link-local one cannot be reached from off
+    the link and carries no zone, and an unbracketed IPv6 literal cannot be
+    told apart from the port: each breaks the initiator's next login."""
+    dut, svc, port, cl = C.endpoint(t, "iSCSI")
+    since = t.port.now()
+    rc, out, err = cl.python("v6gate.net.iscsi", ["sendtargets", dut, str(port), C.INITIATOR],
+                             max(10.0, 5 * t.reply_timeout))
+    t.wait(0.2)
+    try:
+        answer = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise BenchError(f"the iSCSI discovery client gave no answer (exit {rc}): {err.strip()[-300:]}") from None
+    if "error" in answer:
+        msg = f"discovery session on [{dut}]:{port} failed: {answer['error']}; {C.dut_frames_summary(t, since, dut)}"
+        if answer.get("dut_fault"):
+            return t.failed(msg)
+        raise BenchError(msg)
+    pairs = answer["sendtargets"]
+    t.measure("sendtargets", pairs)
+    names = [v for k, v in pairs if k == "TargetName"]
+    if not names:
+        return t.failed(f"SendTargets=All on [{dut}]:{port} returned no TargetName (keys: {pairs})")
+    if svc.get("iqn") and svc["iqn"] not in names:
+        return t.failed(f"SendTargets did not list {svc['iqn']} (the target file's iqn); it listed {names}")
+    problems, portals = judge_target_addresses(pairs, link_is_global=True)
+    if problems:
+        return t.failed("; ".join(problems) + f" (discovery over [{dut}]:{port})")
+    note = "" if portals else " (no TargetAddress: the targets are at the discovery address, §13.8)"
+    return t.passed(f"{len(names)} target(s), portals {', '.join(portals) or '-'} all bracketed global IPv6{note}")
