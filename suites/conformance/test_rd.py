@@ -4,7 +4,7 @@ scope; router-only parts SKIP on hosts).
 Topology: the tester is the only router (the lab stops its radvd); emulated
 routers TR1/TR2 advertise fresh prefixes with short lifetimes and timers, and
 an off-link node TN2 shows which next hop the DUT picks.  Declarations:
-keywords/v6gate/checks/rd.py (`v6gate list --area rd`).
+keywords/v6gate/checks/rd/ (`v6gate list --area rd`).
 """
 
 from v6gate.pytest_plugin import check_test
