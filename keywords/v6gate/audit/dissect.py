@@ -310,7 +310,7 @@ def _nd_options(out: _Out, d: bytes, o: int, end: int) -> None:
 
 
 def _dhcp(out: _Out, d: bytes, o: int, end: int) -> None:
-    if o + 236 > end:  # tshark decodes no field of a BOOTP message cut before its options
+    if o + 20 > end:
         return
     htype, hlen = d[o + 1], d[o + 2]
     out.add("dhcp_yiaddr", ntop4(d[o + 16:o + 20]))
