@@ -14,11 +14,15 @@ while a host is inside V6ONLY_WAIT) goes to the deep dissector
 (``dissect.fields_of``, tshark's fields) and to ``Audit.add`` itself.
 
 ``known`` remembers, per host (raw MAC), the source addresses for which a
-counted frame would change nothing else; it is dropped for every host a
-deep frame touches (its sender, its receiver, a DHCP client it names), so
-the shortcut holds exactly when ``Audit.add`` would only have counted: the
-findings are identical to the deep path's on every frame (tested frame by
-frame against it, and against tshark on the fixtures).
+counted frame would change nothing else.  Those facts only grow (an
+address once recorded stays recorded) except when the host restarts an
+interface (a DAD probe of its link-local address starts a new episode,
+``Host.episode_used`` is a new set): then they are forgotten.  What other
+hosts' frames change in a host (an OFFER with option 108, a DNS answer) is
+read live (V6ONLY_WAIT) or matters only to frames that always go deep (a
+SYN).  So the shortcut holds exactly when ``Audit.add`` would only have
+counted: the findings are identical to the deep path's (tested on every
+fixture, edge-case and synthetic capture, and against tshark).
 """
 
 from __future__ import annotations
@@ -73,14 +77,21 @@ class Progress:
 
 
 def _ok(pseudo: bytes, seg: bytes) -> bool:
-    return (int.from_bytes(pseudo, "big") % 0xFFFF + dissect.inet_sum(seg)) % 0xFFFF == 0
+    """The Internet checksum over pseudo header + segment verifies: their
+    16-bit words sum to 0xFFFF in ones' complement, i.e. the big-endian
+    number they form is 0 modulo 0xFFFF (2**16 = 1 mod 0xFFFF); one
+    modulo over both, the segment's odd byte padded by a shift."""
+    n = int.from_bytes(seg, "big")
+    if len(seg) & 1:
+        n <<= 8
+    return (int.from_bytes(pseudo, "big") + n) % 0xFFFF == 0
 
 
 def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress | None = None) -> dict:
     """Feed every frame of ``path`` to ``audit``; returns counters
     (packets, deep-dissected frames, option-108 decodes, bytes)."""
     reader = Reader(path)
-    known: dict[bytes, list] = {}  # raw MAC -> [Host, {raw IPv6 source}, {raw IPv4 source}]
+    known: dict[bytes, list] = {}  # raw MAC -> [Host, {raw IPv6 source}, {raw IPv4 source}, its episode's set]
     hosts = audit.hosts
     state = {"frame": b"", "decoded": 0}
 
@@ -141,8 +152,9 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
                         sport, dport = _HH.unpack_from(fr, o)
                         h = entry[0]
                         t = ns / 1_000_000_000
+                        quiet = h.offers_108 and h.offers_108[0][0] < t <= h.quiet_until
                         if (sport not in CONTROL_PORTS and dport not in CONTROL_PORTS
-                                and not (h.offers_108 and h.offers_108[0][0] < t <= h.quiet_until)
+                                and (not quiet or h.after_offer_108.count)
                                 and dissect.inet_sum(fr[l3:o]) == 0):
                             if proto == 17:
                                 ulen = (fr[o + 4] << 8) | fr[o + 5]
@@ -161,6 +173,8 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
                                 h.last_time = t
                                 h.v4_frames += 1
                                 seen.count += 1
+                                if quiet:  # within V6ONLY_WAIT, already reported: counted as Audit.add does
+                                    h.after_offer_108.count += 1
                                 continue
         # the deep path: tshark's fields from the dissector, Audit.add as the tshark path runs it
         deep += 1
@@ -170,16 +184,12 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
         if deep_only or lt != 1 or len(fr) < 14:
             continue
         src = fr[6:12]
-        known.pop(src, None)
-        known.pop(fr[0:6], None)
-        client = f[F["dhcp_chaddr"]]
-        if client:
-            for c in client.split(","):
-                known.pop(bytes.fromhex(c.replace(":", "")), None)
         h = hosts.get(f[F["esrc"]])
         if h is None:
             continue
-        entry = known[src] = [h, set(), set()]
+        entry = known.get(src)
+        if entry is None or entry[3] is not h.episode_used:  # a DAD probe of a link-local: a new episode
+            entry = known[src] = [h, set(), set(), h.episode_used]
         v6 = f[F["v6_src"]].split(",", 1)[0]
         if v6 and v6 != "::" and (v6 in h.ipv6_addrs or len(h.ipv6_addrs) >= MAX_ADDRESSES) and (
                 h.episode is None or v6 in h.episode_used or len(h.episode_used) >= MAX_ADDRESSES):
