@@ -39,7 +39,7 @@ _U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
 class _Buffer:
     """A window over a file read in big pieces."""
 
-    __slots__ = ("f", "buf", "pos", "base", "eof")
+    __slots__ = ("base", "buf", "eof", "f", "pos")
 
     def __init__(self, f):
         self.f, self.buf, self.pos, self.base, self.eof = f, b"", 0, 0, False
