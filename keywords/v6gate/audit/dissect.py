@@ -108,9 +108,8 @@ def _link(out: _Out, d: bytes, linktype: int) -> None:
         _l3(out, d, 16, _H.unpack_from(d, 14)[0])
     elif linktype == LINKTYPE_SLL2:
         _l3(out, d, 20, _H.unpack_from(d, 0)[0])
-    elif linktype in (LINKTYPE_RAW, LINKTYPE_RAW_OLD, LINKTYPE_IPV4, LINKTYPE_IPV6):
-        if d:
-            _l3(out, d, 0, 0x86DD if d[0] >> 4 == 6 else 0x0800 if d[0] >> 4 == 4 else 0)
+    elif linktype in (LINKTYPE_RAW, LINKTYPE_RAW_OLD, LINKTYPE_IPV4, LINKTYPE_IPV6) and d:
+        _l3(out, d, 0, 0x86DD if d[0] >> 4 == 6 else 0x0800 if d[0] >> 4 == 4 else 0)
 
 
 def _l3(out: _Out, d: bytes, off: int, etype: int, in_error: bool = False) -> None:
@@ -123,7 +122,7 @@ def _l3(out: _Out, d: bytes, off: int, etype: int, in_error: bool = False) -> No
 
 
 def _arp(out: _Out, d: bytes, off: int) -> None:
-    htype, ptype = _HH.unpack_from(d, off)
+    ptype = _H.unpack_from(d, off + 2)[0]
     hlen, plen = d[off + 4], d[off + 5]
     op = _H.unpack_from(d, off + 6)[0]
     out.add("arp_op", op)
@@ -225,12 +224,10 @@ def _udp(out: _Out, d: bytes, o: int, end: int, ph: tuple, fragment: bool, famil
         out.add("udp_ck", 1 if checksum_ok(_pseudo(ph[0], ulen, 17, family), d[o:o + ulen]) else 0)
     pend = min(end, o + ulen) if ulen >= 8 else end
     body = o + 8
-    lo, hi = min(sport, dport), max(sport, dport)
-    if lo in DHCP_PORTS or hi in DHCP_PORTS:
-        if family == 4 and (sport in (67, 68) or dport in (67, 68) or 4011 in (sport, dport)):
-            _dhcp(out, d, body, pend)
-            return
-    if lo in DNS_PORTS or hi in DNS_PORTS:
+    if family == 4 and (sport in DHCP_PORTS or dport in DHCP_PORTS):
+        _dhcp(out, d, body, pend)
+        return
+    if sport in DNS_PORTS or dport in DNS_PORTS:
         _dns(out, d, body, pend)
 
 
@@ -404,7 +401,7 @@ def _dns(out: _Out, d: bytes, o: int, end: int) -> None:
         return
     d = d[:end]
     out.add("dns_resp", 1 if d[o + 2] & 0x80 else 0)
-    flags, qd, an, ns, ar = struct.unpack_from("!HHHHH", d, o + 2)
+    qd, an, ns, ar = struct.unpack_from("!HHHH", d, o + 4)
     p = o + 12
     for _ in range(qd):
         name, p = _name(d, p, o, end)

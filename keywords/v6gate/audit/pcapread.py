@@ -185,7 +185,7 @@ class Reader:
             pos = b.pos
             buf = b.buf
             b.pos = pos + blen
-            if btype == EPB or btype == OPB:
+            if btype in (EPB, OPB):
                 if blen < 32:
                     raise self._corrupt(f"pcapng packet block (length {blen})", off)
                 if btype == EPB:
