@@ -57,7 +57,7 @@ def bases() -> list[tuple[str, bytes, list]]:
 
 
 def _put16(b: bytearray, at: int, value: int) -> None:
-    if 0 <= at and at + 2 <= len(b):
+    if at >= 0 and at + 2 <= len(b):
         b[at:at + 2] = struct.pack("!H", value & 0xFFFF)
 
 
@@ -156,7 +156,7 @@ def _write(path, data: bytes):
 
 def test_corrupt_captures_from_the_cli_are_one_line_with_exit_2(tmp_path):
     """The same damage through ``v6gate audit``: exit 2 and one line on stderr, no traceback, no report."""
-    name, data, recs = bases()[1]  # a classic pcap
+    _, data, recs = bases()[1]  # a classic pcap
     rng = random.Random(SEED)
     cases = {"cut": data[:recs[3][1] + 5], "huge record": bytearray(data)}
     struct.pack_into("<I", cases["huge record"], recs[2][0] + 8, 0x7FFFFFFF)

@@ -87,6 +87,28 @@ def _ok(pseudo: bytes, seg: bytes) -> bool:
     return (int.from_bytes(pseudo, "big") + n) % 0xFFFF == 0
 
 
+def _l4_good(fr: bytes, o: int, end: int, proto: int, addrs: bytes, v6: bool) -> bool:
+    """A whole TCP segment that is not a connection attempt (SYN without
+    ACK), or a whole UDP datagram not for a control port, with a verified
+    checksum (or, for UDP, none: "not present"/"illegal" is not "bad")."""
+    sport, dport = _HH.unpack_from(fr, o)
+    if sport in CONTROL_PORTS or dport in CONTROL_PORTS:
+        return False
+    if proto == 17:
+        ulen = (fr[o + 4] << 8) | fr[o + 5]
+        if ulen < 8 or o + ulen > len(fr):
+            return False
+        if not (fr[o + 6] or fr[o + 7]):
+            return True
+        length, seg = fr[o + 4:o + 6], fr[o:o + ulen]  # tshark's pseudo header carries the UDP length
+    else:
+        if end < o + 20 or fr[o + 13] & 0x12 == 0x02:
+            return False
+        length, seg = (end - o).to_bytes(2, "big"), fr[o:end]
+    pseudo = addrs + (b"\0\0" + length + b"\0\0\0" + bytes((proto,)) if v6 else bytes((0, proto)) + length)
+    return _ok(pseudo, seg)
+
+
 def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress | None = None) -> dict:
     """Feed every frame of ``path`` to ``audit``; returns counters
     (packets, deep-dissected frames, option-108 decodes, bytes)."""
@@ -116,66 +138,44 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
                 l3 = 18
             entry = known.get(fr[6:12])
             if entry is not None:
+                h = entry[0]
+                counted = None  # the Seen to count an IPv4 frame in, or True for an IPv6 frame
                 if et == 0x86DD and fr[l3] >> 4 == 6:
                     nh = fr[l3 + 6]
                     o = l3 + 40
                     end = o + ((fr[l3 + 4] << 8) | fr[l3 + 5])
-                    if (nh == 6 or nh == 17) and o + 8 <= end <= len(fr) and fr[l3 + 8:l3 + 24] in entry[1]:
-                        sport, dport = _HH.unpack_from(fr, o)
-                        if sport not in CONTROL_PORTS and dport not in CONTROL_PORTS:
-                            if nh == 17:
-                                ulen = (fr[o + 4] << 8) | fr[o + 5]
-                                good = ulen >= 8 and o + ulen <= len(fr) and (
-                                    not (fr[o + 6] or fr[o + 7]) or
-                                    _ok(fr[l3 + 8:l3 + 40] + b"\0\0" + fr[o + 4:o + 6] + b"\0\0\0\x11",
-                                        fr[o:o + ulen]))
-                            else:
-                                good = end >= o + 20 and fr[o + 13] & 0x12 != 0x02 and _ok(
-                                    fr[l3 + 8:l3 + 40] + (end - o).to_bytes(4, "big") + b"\0\0\0\x06", fr[o:end])
-                            if good:
-                                t = ns / 1_000_000_000
-                                h = entry[0]
-                                audit.frames += 1
-                                audit.t_last = t
-                                h.frames += 1
-                                h.bytes += orig
-                                h.last_time = t
-                                h.v6_frames += 1
-                                h.v6_bytes += orig
-                                continue
+                    if ((nh == 6 or nh == 17) and o + 8 <= end <= len(fr) and fr[l3 + 8:l3 + 24] in entry[1]
+                            and _l4_good(fr, o, end, nh, fr[l3 + 8:l3 + 40], True)):
+                        counted = True
                 elif et == 0x0800 and fr[l3] == 0x45:
                     proto = fr[l3 + 9]
                     o = l3 + 20
                     end = l3 + ((fr[l3 + 2] << 8) | fr[l3 + 3])
                     if ((proto == 6 or proto == 17) and o + 8 <= end <= len(fr) and not _H.unpack_from(fr, l3 + 6)[0]
                             & 0x3FFF and fr[l3 + 12:l3 + 16] in entry[2]):
-                        sport, dport = _HH.unpack_from(fr, o)
-                        h = entry[0]
                         t = ns / 1_000_000_000
                         quiet = h.offers_108 and h.offers_108[0][0] < t <= h.quiet_until
-                        if (sport not in CONTROL_PORTS and dport not in CONTROL_PORTS
-                                and (not quiet or h.after_offer_108.count)
-                                and dissect.inet_sum(fr[l3:o]) == 0):
-                            if proto == 17:
-                                ulen = (fr[o + 4] << 8) | fr[o + 5]
-                                good = ulen >= 8 and o + ulen <= len(fr) and (
-                                    not (fr[o + 6] or fr[o + 7]) or
-                                    _ok(fr[l3 + 12:l3 + 20] + b"\0\x11" + fr[o + 4:o + 6], fr[o:o + ulen]))
-                            else:
-                                good = end >= o + 20 and fr[o + 13] & 0x12 != 0x02 and _ok(
-                                    fr[l3 + 12:l3 + 20] + b"\0\x06" + (end - o).to_bytes(2, "big"), fr[o:end])
-                            seen = h.kinds.get(ipv4_kind)
-                            if good and seen is not None and seen.count:
-                                audit.frames += 1
-                                audit.t_last = t
-                                h.frames += 1
-                                h.bytes += orig
-                                h.last_time = t
-                                h.v4_frames += 1
-                                seen.count += 1
-                                if quiet:  # within V6ONLY_WAIT, already reported: counted as Audit.add does
-                                    h.after_offer_108.count += 1
-                                continue
+                        seen = h.kinds.get(ipv4_kind)
+                        if ((not quiet or h.after_offer_108.count) and seen is not None and seen.count
+                                and dissect.inet_sum(fr[l3:o]) == 0
+                                and _l4_good(fr, o, end, proto, fr[l3 + 12:l3 + 20], False)):
+                            counted = seen
+                if counted is not None:  # what Audit.add does with such a frame: count it, nothing else
+                    t = ns / 1_000_000_000
+                    audit.frames += 1
+                    audit.t_last = t
+                    h.frames += 1
+                    h.bytes += orig
+                    h.last_time = t
+                    if counted is True:
+                        h.v6_frames += 1
+                        h.v6_bytes += orig
+                    else:
+                        h.v4_frames += 1
+                        counted.count += 1
+                        if quiet:  # within V6ONLY_WAIT, already reported: counted as Audit.add does
+                            h.after_offer_108.count += 1
+                    continue
         # the deep path: tshark's fields from the dissector, Audit.add as the tshark path runs it
         deep += 1
         state["frame"] = fr
