@@ -99,6 +99,7 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
         for frame, offset, fields in read_fields(path, chunk_frames=chunk_frames, jobs=jobs, stats=stats):
             audit.add(frame, offset, fields)
     elapsed = time.monotonic() - t0
+    reading_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before the results of every host are built
     if not stats.packets:
         raise UsageError(f"{path}: the capture holds no packets")
     if not audit.hosts:
@@ -114,6 +115,7 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
         "capture_span_s": round(audit.t_last - audit.t0, 3) if audit.t0 is not None else 0,
         "engine": engine, "jobs": jobs, "chunk_frames": chunk_frames, "chunks": stats.chunks,
         "peak_rss_mib": {"v6gate": round(py_rss / 1024, 1), "tshark": round(stats.tshark_max_rss_kib / 1024, 1)},
+        "peak_rss_reading_mib": round(reading_rss / 1024, 1),
         "scapy_decoded_frames": decoder.decoded,
         "rdnss_seen": sorted(audit.rdnss_seen), "pref64_seen": sorted(audit.pref64_seen),
     }
