@@ -109,6 +109,19 @@ def _l4_good(fr: bytes, o: int, end: int, proto: int, addrs: bytes, v6: bool) ->
     return _ok(pseudo, seg)
 
 
+#: ICMPv6 types Audit.add only counts from a known address: echo, MLD, NS (not DAD: the source is
+#: known, so not ::), NA, Redirect (ND ones with hop limit 255); RS and RA change host state, errors quote packets
+ICMP6_COUNTED = frozenset((128, 129, 130, 131, 132, 143, 135, 136, 137))
+ND_TYPES = frozenset((133, 134, 135, 136, 137))
+
+
+def _icmp6_counted(fr: bytes, o: int, end: int, hlim: int, addrs: bytes) -> bool:
+    t = fr[o]
+    if t not in ICMP6_COUNTED or (t in ND_TYPES and hlim != 255):
+        return False
+    return _ok(addrs + (end - o).to_bytes(4, "big") + b"\0\0\0\x3a", fr[o:end])
+
+
 def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress | None = None) -> dict:
     """Feed every frame of ``path`` to ``audit``; returns counters
     (packets, deep-dissected frames, option-108 decodes, bytes)."""
@@ -144,8 +157,11 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
                     nh = fr[l3 + 6]
                     o = l3 + 40
                     end = o + ((fr[l3 + 4] << 8) | fr[l3 + 5])
-                    if ((nh == 6 or nh == 17) and o + 8 <= end <= len(fr) and fr[l3 + 8:l3 + 24] in entry[1]
-                            and _l4_good(fr, o, end, nh, fr[l3 + 8:l3 + 40], True)):
+                    while (nh == 0 or nh == 60) and o + 8 <= end:  # hop-by-hop, destination options
+                        nh, o = fr[o], o + (fr[o + 1] + 1) * 8
+                    if (o + 8 <= end <= len(fr) and fr[l3 + 8:l3 + 24] in entry[1] and (
+                            _l4_good(fr, o, end, nh, fr[l3 + 8:l3 + 40], True) if nh == 6 or nh == 17 else
+                            nh == 58 and _icmp6_counted(fr, o, end, fr[l3 + 7], fr[l3 + 8:l3 + 40]))):
                         counted = True
                 elif et == 0x0800 and fr[l3] == 0x45:
                     proto = fr[l3 + 9]
