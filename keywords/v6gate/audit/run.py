@@ -42,6 +42,20 @@ class Option108:
         return int(value) if isinstance(value, int) else None
 
 
+def _peak_rss_kib() -> int:
+    """This process's peak RSS since it started: VmHWM (getrusage's
+    ru_maxrss also carries the peak of the process that forked it, e.g. a
+    benchmark that built the capture)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 class _Count:
     def __init__(self, decoded: int):
         self.decoded = decoded
@@ -99,7 +113,7 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
         for frame, offset, fields in read_fields(path, chunk_frames=chunk_frames, jobs=jobs, stats=stats):
             audit.add(frame, offset, fields)
     elapsed = time.monotonic() - t0
-    reading_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before the results of every host are built
+    reading_rss = _peak_rss_kib()  # before the results of every host are built
     if not stats.packets:
         raise UsageError(f"{path}: the capture holds no packets")
     if not audit.hosts:
@@ -107,7 +121,7 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
                          "'any' device has none); capture on the link's Ethernet interface")
     macs = _select(audit, hosts or [])
     results = [result_for(j, mac, path, started) for mac in macs for j in judge_host(audit, audit.hosts[mac])]
-    py_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    py_rss = _peak_rss_kib()
     info = {
         "capture": shown(path), "format": fmt, "bytes": path.stat().st_size, "packets": stats.packets,
         "hosts_seen": len(audit.hosts), "hosts_reported": len(macs), "duration_s": round(elapsed, 3),
