@@ -70,8 +70,8 @@ def test_chunks_and_parallel_tshark_give_the_same_verdicts(tmp_path):
     seeds = seed_frames(sorted(CAPTURES.glob("*.pcapng")))
     big = tmp_path / "synthetic.pcap"
     n = synthesize(big, seeds, 12_000, hosts=15)
-    _, whole = audit_capture(big, out=tmp_path / "whole", jobs=1, chunk_frames=100_000)
-    _, chunked = audit_capture(big, out=tmp_path / "chunked", jobs=2, chunk_frames=1000)
+    _, whole = audit_capture(big, out=tmp_path / "whole", jobs=1, chunk_frames=100_000, engine="tshark")
+    _, chunked = audit_capture(big, out=tmp_path / "chunked", jobs=2, chunk_frames=1000, engine="tshark")
     assert whole["run"]["audit"]["packets"] == chunked["run"]["audit"]["packets"] == n
     assert chunked["run"]["audit"]["chunks"] == 12
 

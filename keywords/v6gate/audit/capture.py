@@ -155,3 +155,92 @@ def synthesize(out: Path, seeds: list[tuple[float, bytes]], packets: int, hosts:
     finally:
         w.close()
     return n
+
+
+def _payload_frame(src_mac: bytes, dst_mac: bytes, family: int, proto: int, sport: int, dport: int,
+                   payload: bytes, seq: int = 1) -> bytes:
+    """An Ethernet frame of TCP (ACK/PSH, no SYN) or UDP payload with
+    correct checksums, between two unicast stations (host ``src`` and a
+    server), for the realistic mix."""
+    tag = src_mac[4:6]
+    if proto == 6:
+        l4 = struct.pack("!HHIIBBHHH", sport, dport, seq, 1, 5 << 4, 0x18, 502, 0, 0) + payload
+    else:
+        l4 = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    if family == 6:
+        src, dst = bytes.fromhex("20010db8000000010000000000") + b"\x02" + tag, bytes.fromhex("20010db8000000ff" + "00" * 7 + "80")
+        pseudo = src + dst + struct.pack("!IxxxB", len(l4), proto)
+    else:
+        src, dst = bytes((10, 1, tag[0], tag[1])), bytes((192, 0, 2, 80))
+        pseudo = src + dst + struct.pack("!xBH", proto, len(l4))
+    ck = _inet_checksum(pseudo + l4)
+    off = 16 if proto == 6 else 6
+    l4 = l4[:off] + struct.pack("!H", ck) + l4[off + 2:]
+    if family == 6:
+        l3 = struct.pack("!IHBB", 6 << 28, len(l4), proto, 64) + src + dst
+        etype = 0x86DD
+    else:
+        head = struct.pack("!BBHHHBBH", 0x45, 0, 20 + len(l4), 1, 0x4000, 64, proto, 0) + src + dst
+        l3 = head[:10] + struct.pack("!H", _inet_checksum(head)) + head[12:]
+        etype = 0x0800
+    return dst_mac + src_mac + struct.pack("!H", etype) + l3 + l4
+
+
+def _inet_checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF or 0xFFFF
+
+
+def synthesize_mix(out: Path, seeds: list[tuple[float, bytes]], packets: int, hosts: int = 200,
+                   control_percent: float = 3.0, start: float = 1_700_000_000.0) -> tuple[int, int]:
+    """A capture with a realistic mix: mostly TCP and UDP payload (80 %
+    IPv6, 20 % IPv4; 60 to 1,400 bytes) between ``hosts`` stations and
+    their servers, and ``control_percent`` of control traffic (the
+    lab-made seed frames: ARP, DHCPv4, RAs, NS/NA, MLD, DHCPv6, DNS,
+    mDNS), their MACs relabelled like ``synthesize``'s.  Returns (frames,
+    control frames) written."""
+    if not seeds:
+        raise UsageError("no seed frames to synthesize a capture from")
+    import random
+
+    rng = random.Random(8925)
+    server = bytes.fromhex("02000000fe01")
+    pool = []
+    for i in range(max(1, hosts)):
+        mac = b"\x02\x00\x00\x00" + struct.pack("!H", i)
+        for k in range(4):
+            family = 6 if rng.random() < 0.8 else 4
+            proto = 6 if rng.random() < 0.7 else 17
+            size = rng.choice((60, 120, 300, 600, 1400))
+            pool.append(_payload_frame(mac, server, family, proto, 40000 + k, 443 if proto == 6 else 4433,
+                                       bytes(rng.getrandbits(8) for _ in range(size)), seq=k + 1))
+    every = max(1, round(100.0 / control_percent)) if control_percent > 0 else 0
+    w = PcapWriter(out)
+    n = ctl = si = cycle = 0
+    t = start
+    try:
+        while n < packets:
+            if every and n % every == 0:
+                _, frame = seeds[si]
+                f = bytearray(frame)
+                tag = struct.pack("!H", cycle % max(1, hosts))
+                if len(f) >= 14:
+                    if not f[0] & 1:
+                        f[3:5] = tag
+                    f[9:11] = tag
+                w.write(t, bytes(f))
+                ctl += 1
+                si += 1
+                if si == len(seeds):
+                    si, cycle = 0, cycle + 1
+            else:
+                w.write(t, pool[rng.randrange(len(pool))])
+            t += 0.0001
+            n += 1
+    finally:
+        w.close()
+    return n, ctl

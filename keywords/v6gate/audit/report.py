@@ -62,9 +62,9 @@ def audit_section(doc: dict, report_dir: Path) -> str:
     head = ("<tr><th>host</th><th>readiness</th><th>IPv6 share</th><th>no IPv4</th><th>asks option 108</th>"
             "<th>stops after 108</th><th>DNS over IPv6</th><th>IPv6 first</th><th>ND</th><th>checksums</th>"
             "<th>RAs</th></tr>")
+    mem = ", ".join(f"{v} MiB {k}" for k, v in info["peak_rss_mib"].items() if v)
     stats = (f"{info['packets']} packets, {info['hosts_seen']} hosts, {info['duration_s']} s "
-             f"({info['packets_per_s']} packets/s); peak memory {info['peak_rss_mib']['v6gate']} MiB (v6gate) + "
-             f"{info['peak_rss_mib']['tshark']} MiB per tshark (x{info['jobs']})")
+             f"({info['packets_per_s']} packets/s, {info.get('engine', 'tshark')} engine); peak memory {mem}")
     return (f"<h2>IPv6-only readiness per host</h2><p>Capture <code>{_e(info['capture'])}</code>: {_e(stats)}</p>"
             f"<table class=checks>{head}{''.join(rows)}</table>")
 

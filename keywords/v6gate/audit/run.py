@@ -42,6 +42,25 @@ class Option108:
         return int(value) if isinstance(value, int) else None
 
 
+def _peak_rss_kib() -> int:
+    """This process's peak RSS since it started: VmHWM (getrusage's
+    ru_maxrss also carries the peak of the process that forked it, e.g. a
+    benchmark that built the capture)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+class _Count:
+    def __init__(self, decoded: int):
+        self.decoded = decoded
+
+
 def _select(audit: Audit, wanted: list[str]) -> list[str]:
     if not wanted:
         return sorted(audit.hosts, key=lambda m: -audit.hosts[m].frames)
@@ -61,20 +80,40 @@ def _select(audit: Audit, wanted: list[str]) -> list[str]:
     return chosen
 
 
+ENGINES = ("fast", "tshark")
+
+
 def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: str | Path | None = None,
-                  jobs: int | None = None, chunk_frames: int = 100_000, command: str = "") -> tuple[dict, dict]:
+                  jobs: int | None = None, chunk_frames: int = 100_000, command: str = "",
+                  engine: str = "fast", progress: bool | None = None) -> tuple[dict, dict]:
+    """``engine``: "fast" (fast.py: header scan, deep dissection of the few
+    frames that matter) or "tshark" (every frame through tshark, the
+    reference the fast path is tested against).  ``progress``: a progress
+    line on stderr (None: only when stderr is a terminal)."""
     path = Path(capture)
     fmt = capture_format(path)
-    need("tshark")
+    if engine not in ENGINES:
+        raise UsageError(f"--engine {engine}: unknown; use one of {', '.join(ENGINES)}")
+    if engine == "tshark":
+        need("tshark")
     jobs = jobs or max(1, min(2, os.cpu_count() or 1))
     started = now_iso()
     t0 = time.monotonic()
-    decoder = Option108(path, fmt)
-    audit = Audit(option_108=decoder)
     stats = ReadStats()
-    for frame, offset, fields in read_fields(path, chunk_frames=chunk_frames, jobs=jobs, stats=stats):
-        audit.add(frame, offset, fields)
+    if engine == "fast":
+        from .fast import Progress, read_into
+
+        audit = Audit()
+        counts = read_into(audit, path, progress=Progress(path.stat().st_size, force=progress))
+        stats.packets, decoder = counts["packets"], _Count(counts["decoded_108"])
+        jobs, chunk_frames = 1, None
+    else:
+        decoder = Option108(path, fmt)
+        audit = Audit(option_108=decoder)
+        for frame, offset, fields in read_fields(path, chunk_frames=chunk_frames, jobs=jobs, stats=stats):
+            audit.add(frame, offset, fields)
     elapsed = time.monotonic() - t0
+    reading_rss = _peak_rss_kib()  # before the results of every host are built
     if not stats.packets:
         raise UsageError(f"{path}: the capture holds no packets")
     if not audit.hosts:
@@ -82,14 +121,15 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
                          "'any' device has none); capture on the link's Ethernet interface")
     macs = _select(audit, hosts or [])
     results = [result_for(j, mac, path, started) for mac in macs for j in judge_host(audit, audit.hosts[mac])]
-    py_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    py_rss = _peak_rss_kib()
     info = {
         "capture": shown(path), "format": fmt, "bytes": path.stat().st_size, "packets": stats.packets,
         "hosts_seen": len(audit.hosts), "hosts_reported": len(macs), "duration_s": round(elapsed, 3),
         "packets_per_s": round(stats.packets / elapsed) if elapsed > 0 else None,
         "capture_span_s": round(audit.t_last - audit.t0, 3) if audit.t0 is not None else 0,
-        "jobs": jobs, "chunk_frames": chunk_frames, "chunks": stats.chunks,
+        "engine": engine, "jobs": jobs, "chunk_frames": chunk_frames, "chunks": stats.chunks,
         "peak_rss_mib": {"v6gate": round(py_rss / 1024, 1), "tshark": round(stats.tshark_max_rss_kib / 1024, 1)},
+        "peak_rss_reading_mib": round(reading_rss / 1024, 1),
         "scapy_decoded_frames": decoder.decoded,
         "rdnss_seen": sorted(audit.rdnss_seen), "pref64_seen": sorted(audit.pref64_seen),
     }
@@ -98,7 +138,7 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
     out_dir.mkdir(parents=True, exist_ok=True)
     meta = {"id": out_dir.name, "started": started, "finished": now_iso(), "command": command, "profile": "default",
             "target": {"name": path.name, "kind": "capture", "source": shown(path)},
-            "tool": {**tool_versions(), "tshark": _tshark_version()}, "host": host_info(), "lab": None,
+            "tool": {**tool_versions(), "tshark": _tshark_version() if engine == "tshark" else None}, "host": host_info(), "lab": None,
             "workers": jobs, "phases": [], "duration_s": round(elapsed, 3), "audit": info}
     doc = build_document(results, run_meta=meta)
     paths = write_all(out_dir, doc)

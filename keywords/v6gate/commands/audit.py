@@ -11,14 +11,17 @@ import sys
 
 
 def register(subparsers) -> None:
-    ap = subparsers.add_parser("audit", help="IPv6-only readiness per host from a capture (passive, tshark)",
+    ap = subparsers.add_parser("audit", help="IPv6-only readiness per host from a capture (passive)",
                                description=__doc__.split("\n\n")[0])
     ap.add_argument("capture", help="a pcap or pcapng file (gzip'ed too)")
     ap.add_argument("--host", action="append", default=[], metavar="MAC|ADDR",
                     help="report only this host (its MAC, or an address it used); repeatable; default: every host")
     ap.add_argument("--out", help="report directory (default reports/audit/<time>-<capture>)")
-    ap.add_argument("--jobs", type=int, default=None, help="tshark processes decoding in parallel (default: 2)")
-    ap.add_argument("--chunk", type=int, default=100_000, help="packets per tshark process (bounds its memory)")
+    ap.add_argument("--engine", choices=("fast", "tshark"), default="fast",
+                    help="fast: a header scan, only the frames that matter dissected (default); tshark: every frame "
+                         "decoded by tshark (slow; the reference the fast path is tested against)")
+    ap.add_argument("--jobs", type=int, default=None, help="processes in parallel (default: 2)")
+    ap.add_argument("--chunk", type=int, default=100_000, help="packets per tshark process (--engine tshark)")
     ap.set_defaults(func=cmd_audit)
 
 
@@ -34,11 +37,11 @@ def cmd_audit(args) -> int:
 
     check_out_dir(args.out)
     paths, doc = audit_capture(args.capture, hosts=args.host, out=args.out, jobs=args.jobs, chunk_frames=args.chunk,
-                               command=" ".join(["v6gate", *sys.argv[1:]]))
+                               command=" ".join(["v6gate", *sys.argv[1:]]), engine=args.engine)
     info = doc["run"]["audit"]
     print(f"v6gate audit: {info['packets']} packets, {info['hosts_seen']} hosts in {info['duration_s']} s "
-          f"({info['packets_per_s']} packets/s); peak memory {info['peak_rss_mib']['v6gate']} MiB v6gate, "
-          f"{info['peak_rss_mib']['tshark']} MiB per tshark (x{info['jobs']})")
+          f"({info['packets_per_s']} packets/s, {info['engine']} engine); peak memory "
+          + ", ".join(f"{v} MiB {k}" for k, v in info['peak_rss_mib'].items() if v))
     ready = [c for c in doc["checks"] if c["id"] == "audit.ipv6_only_readiness"]
     for c in ready:
         fails = [x["title"] for x in doc["checks"] if x["part"] == c["part"] and x["verdict"] == "FAIL"

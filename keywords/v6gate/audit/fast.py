@@ -1,0 +1,219 @@
+"""The audit's fast path: every frame of a capture into ``hosts.Audit``
+without tshark and without a per-packet object for the common frames.
+
+Most frames of a production capture are TCP or UDP payload between hosts
+the audit already knows, from addresses it already recorded.  For such a
+frame ``Audit.add`` only counts (frames, bytes, family, the IPv4 kind), so
+this loop does exactly that from a few header fields read with
+``struct.unpack_from``: the EtherType (one 802.1Q tag allowed), the IP
+version, protocol, lengths and checksums, the ports, the TCP flags, the
+source MAC and IP address.  Every other frame (ARP, DHCPv4, DHCPv6, DNS,
+ND, RAs, ICMP, a SYN, extension headers, fragments, a bad checksum, a
+truncated frame, the first frame of a host or of an address, anything
+while a host is inside V6ONLY_WAIT) goes to the deep dissector
+(``dissect.fields_of``, tshark's fields) and to ``Audit.add`` itself.
+
+``known`` remembers, per host (raw MAC), the source addresses for which a
+counted frame would change nothing else.  Those facts only grow (an
+address once recorded stays recorded) except when the host restarts an
+interface (a DAD probe of its link-local address starts a new episode,
+``Host.episode_used`` is a new set): then they are forgotten.  What other
+hosts' frames change in a host (an OFFER with option 108, a DNS answer) is
+read live (V6ONLY_WAIT) or matters only to frames that always go deep (a
+SYN).  So the shortcut holds exactly when ``Audit.add`` would only have
+counted: the findings are identical to the deep path's (tested on every
+fixture, edge-case and synthetic capture, and against tshark).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import sys
+import time
+
+from ..net import v6only as V
+from . import dissect
+from .hosts import MAX_ADDRESSES, Audit
+from .pcapread import Reader
+from .tshark import F
+
+_HH = struct.Struct("!HH")
+_H = struct.Struct("!H")
+#: ports whose payload an audit field reads (DNS, mDNS, LLMNR, DHCPv4, DHCPv6): always the deep path
+CONTROL_PORTS = frozenset((53, 5353, 5355, 67, 68, 4011, 546, 547))
+ZERO16 = bytes(16)
+
+
+class Progress:
+    """frames, MB, rate and ETA on one line of a terminal's stderr; silent
+    when stderr is not a terminal (CI, a pipe, a file)."""
+
+    def __init__(self, total_bytes: int, stream=None, force: bool | None = None):
+        self.stream = stream or sys.stderr
+        self.on = force if force is not None else bool(getattr(self.stream, "isatty", lambda: False)())
+        self.total = max(1, total_bytes)
+        self.t0 = self.last = time.monotonic()
+        self.shown = False
+
+    def update(self, frames: int, done_bytes: int, final: bool = False) -> None:
+        if not self.on:
+            return
+        now = time.monotonic()
+        if not final and now - self.last < 0.5:
+            return
+        self.last = now
+        el = max(now - self.t0, 1e-6)
+        rate = frames / el
+        eta = (self.total - done_bytes) / (done_bytes / el) if done_bytes else 0
+        pct = min(100.0, 100.0 * done_bytes / self.total)
+        self.stream.write(f"\rv6gate audit: {frames:,} frames, {done_bytes / 1e6:,.0f}/{self.total / 1e6:,.0f} MB "
+                          f"({pct:.0f}%), {rate:,.0f} frames/s, ETA {eta:,.0f} s   ")
+        if final:
+            self.stream.write("\n")
+        self.stream.flush()
+        self.shown = True
+
+
+def _ok(pseudo: bytes, seg: bytes) -> bool:
+    """The Internet checksum over pseudo header + segment verifies: their
+    16-bit words sum to 0xFFFF in ones' complement, i.e. the big-endian
+    number they form is 0 modulo 0xFFFF (2**16 = 1 mod 0xFFFF); one
+    modulo over both, the segment's odd byte padded by a shift."""
+    n = int.from_bytes(seg, "big")
+    if len(seg) & 1:
+        n <<= 8
+    return (int.from_bytes(pseudo, "big") + n) % 0xFFFF == 0
+
+
+def _l4_good(fr: bytes, o: int, end: int, proto: int, addrs: bytes, v6: bool) -> bool:
+    """A whole TCP segment that is not a connection attempt (SYN without
+    ACK), or a whole UDP datagram not for a control port, with a verified
+    checksum (or, for UDP, none: "not present"/"illegal" is not "bad")."""
+    sport, dport = _HH.unpack_from(fr, o)
+    if sport in CONTROL_PORTS or dport in CONTROL_PORTS:
+        return False
+    if proto == 17:
+        ulen = (fr[o + 4] << 8) | fr[o + 5]
+        if ulen < 8 or o + ulen > len(fr):
+            return False
+        if not (fr[o + 6] or fr[o + 7]):
+            return True
+        length, seg = fr[o + 4:o + 6], fr[o:o + ulen]  # tshark's pseudo header carries the UDP length
+    else:
+        if end < o + 20 or fr[o + 13] & 0x12 == 0x02:
+            return False
+        length, seg = (end - o).to_bytes(2, "big"), fr[o:end]
+    pseudo = addrs + (b"\0\0" + length + b"\0\0\0" + bytes((proto,)) if v6 else bytes((0, proto)) + length)
+    return _ok(pseudo, seg)
+
+
+#: ICMPv6 types Audit.add only counts from a known address: echo, MLD, NS (not DAD: the source is
+#: known, so not ::), NA, Redirect (ND ones with hop limit 255); RS and RA change host state, errors quote packets
+ICMP6_COUNTED = frozenset((128, 129, 130, 131, 132, 143, 135, 136, 137))
+ND_TYPES = frozenset((133, 134, 135, 136, 137))
+
+
+def _icmp6_counted(fr: bytes, o: int, end: int, hlim: int, addrs: bytes) -> bool:
+    t = fr[o]
+    if t not in ICMP6_COUNTED or (t in ND_TYPES and hlim != 255):
+        return False
+    return _ok(addrs + (end - o).to_bytes(4, "big") + b"\0\0\0\x3a", fr[o:end])
+
+
+def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress | None = None) -> dict:
+    """Feed every frame of ``path`` to ``audit``; returns counters
+    (packets, deep-dissected frames, option-108 decodes, bytes)."""
+    reader = Reader(path)
+    known: dict[bytes, list] = {}  # raw MAC -> [Host, {raw IPv6 source}, {raw IPv4 source}, its episode's set]
+    hosts = audit.hosts
+    state = {"frame": b"", "decoded": 0}
+
+    def option_108(_offset):
+        state["decoded"] += 1
+        return dissect.option_108(state["frame"])
+
+    audit.option_108 = option_108
+    fields_of, add = dissect.fields_of, audit.add
+    ipv4_kind = V.IPV4
+    n = deep = 0
+    check_every = 1 << 16
+    for off, ns, orig, lt, fr in reader:
+        n += 1
+        if progress is not None and not n % check_every:
+            progress.update(n, reader.bytes_read)
+        if not deep_only and lt == 1 and len(fr) >= 54 and not fr[6] & 1:
+            et = (fr[12] << 8) | fr[13]
+            l3 = 14
+            if et == 0x8100:
+                et = (fr[16] << 8) | fr[17]
+                l3 = 18
+            entry = known.get(fr[6:12])
+            if entry is not None:
+                h = entry[0]
+                counted = None  # the Seen to count an IPv4 frame in, or True for an IPv6 frame
+                if et == 0x86DD and fr[l3] >> 4 == 6:
+                    nh = fr[l3 + 6]
+                    o = l3 + 40
+                    end = o + ((fr[l3 + 4] << 8) | fr[l3 + 5])
+                    while (nh == 0 or nh == 60) and o + 8 <= end:  # hop-by-hop, destination options
+                        nh, o = fr[o], o + (fr[o + 1] + 1) * 8
+                    if (o + 8 <= end <= len(fr) and fr[l3 + 8:l3 + 24] in entry[1] and (
+                            _l4_good(fr, o, end, nh, fr[l3 + 8:l3 + 40], True) if nh == 6 or nh == 17 else
+                            nh == 58 and _icmp6_counted(fr, o, end, fr[l3 + 7], fr[l3 + 8:l3 + 40]))):
+                        counted = True
+                elif et == 0x0800 and fr[l3] == 0x45:
+                    proto = fr[l3 + 9]
+                    o = l3 + 20
+                    end = l3 + ((fr[l3 + 2] << 8) | fr[l3 + 3])
+                    if ((proto == 6 or proto == 17) and o + 8 <= end <= len(fr) and not _H.unpack_from(fr, l3 + 6)[0]
+                            & 0x3FFF and fr[l3 + 12:l3 + 16] in entry[2]):
+                        t = ns / 1_000_000_000
+                        quiet = h.offers_108 and h.offers_108[0][0] < t <= h.quiet_until
+                        seen = h.kinds.get(ipv4_kind)
+                        if ((not quiet or h.after_offer_108.count) and seen is not None and seen.count
+                                and dissect.inet_sum(fr[l3:o]) == 0
+                                and _l4_good(fr, o, end, proto, fr[l3 + 12:l3 + 20], False)):
+                            counted = seen
+                if counted is not None:  # what Audit.add does with such a frame: count it, nothing else
+                    t = ns / 1_000_000_000
+                    audit.frames += 1
+                    audit.t_last = t
+                    h.frames += 1
+                    h.bytes += orig
+                    h.last_time = t
+                    if counted is True:
+                        h.v6_frames += 1
+                        h.v6_bytes += orig
+                    else:
+                        h.v4_frames += 1
+                        counted.count += 1
+                        if quiet:  # within V6ONLY_WAIT, already reported: counted as Audit.add does
+                            h.after_offer_108.count += 1
+                    continue
+        # the deep path: tshark's fields from the dissector, Audit.add as the tshark path runs it
+        deep += 1
+        state["frame"] = fr
+        f = fields_of(fr, lt, orig, ns)
+        add(n, off, f)
+        if deep_only or lt != 1 or len(fr) < 14:
+            continue
+        src = fr[6:12]
+        h = hosts.get(f[F["esrc"]])
+        if h is None:
+            continue
+        entry = known.get(src)
+        if entry is None or entry[3] is not h.episode_used:  # a DAD probe of a link-local: a new episode
+            entry = known[src] = [h, set(), set(), h.episode_used]
+        v6 = f[F["v6_src"]].split(",", 1)[0]
+        if v6 and v6 != "::" and (v6 in h.ipv6_addrs or len(h.ipv6_addrs) >= MAX_ADDRESSES) and (
+                h.episode is None or v6 in h.episode_used or len(h.episode_used) >= MAX_ADDRESSES):
+            entry[1].add(socket.inet_pton(socket.AF_INET6, v6))
+        v4 = f[F["ip_src"]].split(",", 1)[0]
+        if v4 and (v4 == "0.0.0.0" or v4 in h.ipv4_addrs or len(h.ipv4_addrs) >= MAX_ADDRESSES):
+            entry[2].add(socket.inet_aton(v4))
+    if progress is not None:
+        progress.update(n, reader.bytes_read, final=progress.shown)
+    return {"packets": n, "deep_frames": deep, "decoded_108": state["decoded"], "bytes": reader.size,
+            "workers": 1, "pid": os.getpid()}
