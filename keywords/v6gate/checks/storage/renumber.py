@@ -135,6 +135,10 @@ def session_survives_address_deprecation(t):
         proc.kill()
         return t.inconclusive(f"the DUT did not deprecate {dut} after the RA (preferred lifetime 0); the "
                               "renumbering event did not happen, so the session was not put to the test")
+    # the session must keep working after the event, not only in the instant after it: give the DUT the
+    # reply timeout to act on the deprecation (a stack that drops deprecated addresses does so then)
+    t.wait(max(1.0, t.reply_timeout))
+    t.note(f"{dut} is {_address_state(t, dut)} {max(1.0, t.reply_timeout):g} s after the RA")
     line(second)
     if _wait_until(lambda: back.exists() and back.stat().st_size == len(data), proc, max(20.0, 10 * t.reply_timeout)):
         line(f"del {name}\n")
