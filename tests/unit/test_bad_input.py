@@ -171,7 +171,7 @@ CASES = [
     ("audit-jobs-zero", lambda t: ["audit", capture(t, "text"), "--jobs", "0"], 2, ["--jobs"]),
     ("audit-out-unwritable", lambda t: ["audit", str(FIXTURES / "captures" / _a_capture()), "--out", "/proc/v6gate-a"],
      2, ["/proc/v6gate-a"]),
-    ("audit-without-tshark", lambda t: ["audit", str(FIXTURES / "captures" / _a_capture())], 3, ["tshark"],
+    ("audit-without-tshark", lambda t: ["audit", str(FIXTURES / "captures" / _a_capture()), "--engine", "tshark"], 3, ["tshark"],
      no_tshark),
     # -- other commands ------------------------------------------------------------------------------
     ("report-of-a-non-run", lambda t: ["report", str(t)], 2, ["records/"]),
