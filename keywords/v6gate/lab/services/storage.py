@@ -72,7 +72,7 @@ class _StorageService(Service):
         """``{lab_dir}/<node>-<id>-exec CMD...`` runs CMD where the daemon lives
         (the faults use it: fixtures/faults/storage.yaml)."""
         helper = self.lab.workdir / f"{self.node}-{self.sid}-exec"
-        helper.write_text(f"#!/bin/sh\nexec nsenter -t {self.daemons[0].pid} -m -n \"$@\"\n")
+        helper.write_text(f"#!/bin/sh\nexec nsenter -t {self.daemons[0].pid} -m -n -r -w \"$@\"\n")
         helper.chmod(0o755)
 
     def in_mount_ns(self, argv: list[str], what: str, check: bool = True):
@@ -80,7 +80,7 @@ class _StorageService(Service):
         if not self.daemons or not self.daemons[0].alive():
             raise LabError(f"{self.sid}: not running")
         pid = str(self.daemons[0].pid)
-        return run(["nsenter", "-t", pid, "-m", "-n", *argv], check=check, what=what)
+        return run(["nsenter", "-t", pid, "-m", "-n", "-r", "-w", *argv], check=check, what=what)
 
 
 @service("tgt")
@@ -112,7 +112,7 @@ class Tgt(_StorageService):
         # the faults reconfigure the running target with the same tool (fixtures/faults/storage.yaml)
         self.write_helpers()
         helper = self.lab.workdir / f"{self.node}-tgtadm"
-        helper.write_text(f"#!/bin/sh\nexec nsenter -t {dmn.pid} -m -n tgtadm -C {self.control_port} --lld iscsi \"$@\"\n")
+        helper.write_text(f"#!/bin/sh\nexec nsenter -t {dmn.pid} -m -n -r -w tgtadm -C {self.control_port} --lld iscsi \"$@\"\n")
         helper.chmod(0o755)
         # an impostor discovery service (answers SendTargets with a given portal) for the faults
         impostor = self.lab.workdir / f"{self.node}-iscsi-impostor"
