@@ -171,8 +171,9 @@ def _each_unassigned_next_header(t, head, pointer: int):
         probe = head(nh) / Raw(P.nonce(16))
         out = expect_error(t, probe, src=t.tn1.link_local, type_=PARAMETER_PROBLEM, code=PP_NEXT_HEADER,
                            invoking_=invoking(probe), field=pointer)
-        if out.verdict != Verdict.PASS:
-            return t.failed(f"Next Header {nh}: {out.seen}")
+        if out.verdict != Verdict.PASS:  # the problems of that packet's judgement, each naming the value
+            return t.conclude(f"Next Header {nh}: {out.seen}",
+                              [f"Next Header {nh}: {p}" for p in (out.problems or [out.seen])])
         seen.append(f"{nh}: {out.seen.split(' from ')[0]}")
     return t.passed("; ".join(seen))
 
