@@ -15,6 +15,7 @@ from ...core.check import Part, check
 from ...errors import BenchError
 from ...net.nd import prefix_option, router_advertisement
 from ...util.proc import in_ns
+from .._observe import autoconfigure
 from . import _client as C
 from .integrity import first_difference, pattern
 
@@ -62,6 +63,9 @@ def _address_state(t, dut: str) -> str | None:
     parts=[Part("A", "SMB3 session (smbclient put, deprecation, get)", capabilities=["SMB"])],
     fault="dut_removes_deprecated_addresses",
     capabilities=[], dut_config="storage",
+    # the tester deprecates the prefix and must be the only router: another router re-advertising it would
+    # undo the event (and re-form an address a deleting stack removed, hiding the FAIL)
+    needs=["exclusive_router"],
 )
 def session_survives_address_deprecation(t):
     """Renumbering starts by deprecating the old prefix (preferred lifetime
@@ -69,6 +73,10 @@ def session_survives_address_deprecation(t):
     address stays valid, and connections already using it continue
     (RFC 4862 §5.5.4).  A storage session cut by a renumbering event loses
     its locks and in-flight I/O."""
+    # the tester is the only router: TR1 advertises the link prefix (preferred) and the DUT forms its address
+    auto = autoconfigure(t, t.tr1, t.target.link_prefix, valid=7200, preferred=3600)
+    if auto.address is None:
+        raise t.not_judged("global-address", "slaac.global_address_is_formed_and_probed#", auto.missing())
     dut = C.dut_address(t)
     svc = C.service(t, "SMB")
     port = int(svc["port"])
