@@ -134,7 +134,11 @@ def _raise_for(result) -> None:
 
 def pytest_report_teststatus(report, config):
     """NOT_JUDGED parts get their own category in the terminal summary."""
-    if report.when == "call" and report.failed and "V6GateNotJudged" in str(getattr(report, "longrepr", "") or ""):
+    # judged by the exception's type (the crash line), not by the whole traceback text: that quotes
+    # _raise_for's source, which names every exception (an INCONCLUSIVE gate was counted as not judged)
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    if report.when == "call" and report.failed and crash is not None \
+            and crash.message.split(":", 1)[0].endswith("V6GateNotJudged"):
         return "not judged", "N", ("NOT_JUDGED", {"yellow": True})
     return None
 

@@ -224,7 +224,13 @@ def test_pytest_shows_not_judged_as_its_own_category_and_never_a_pass():
                              ipv6ready=None, part=None, rfc="RFC 4443 §4.2")
     with pytest.raises(plug.V6GateNotJudged):
         plug._raise_for(result)
-    report = SimpleNamespace(when="call", failed=True, longrepr="v6gate.pytest_plugin.V6GateNotJudged: not judged")
-    assert plug.pytest_report_teststatus(report, None)[:2] == ("not judged", "N")
-    report.longrepr = "AssertionError"
-    assert plug.pytest_report_teststatus(report, None) is None
+    def report(crash: str):  # what pytest keeps of a failed call: the crash line of the exception
+        longrepr = SimpleNamespace(reprcrash=SimpleNamespace(message=crash))
+        return SimpleNamespace(when="call", failed=True, longrepr=longrepr)
+
+    assert plug.pytest_report_teststatus(report("v6gate.pytest_plugin.V6GateNotJudged: not judged"), None)[:2] \
+        == ("not judged", "N")
+    assert plug.pytest_report_teststatus(report("AssertionError"), None) is None
+    # an INCONCLUSIVE gate is not "not judged", although its traceback quotes _raise_for's source
+    assert plug.pytest_report_teststatus(report("v6gate.pytest_plugin.V6GateInconclusive: expected ... "
+                                                "raise V6GateNotJudged(result.reason)"), None) is None
