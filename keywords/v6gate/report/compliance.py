@@ -28,7 +28,8 @@ def catalogue() -> dict[str, dict]:
 
 
 def supports(check: dict, capability: str, spec: dict) -> bool:
-    return capability in (check.get("capabilities") or []) or check.get("area") in (spec.get("areas") or [])
+    return (capability in (check.get("capabilities") or []) or check.get("area") in (spec.get("areas") or [])
+            or check.get("id") in (spec.get("checks") or []))
 
 
 def _column(c: dict) -> str:
