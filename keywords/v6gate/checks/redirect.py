@@ -527,16 +527,7 @@ def _redirect_updates(t, state: str):
     tn2 = b.fh.offlink_node("TN2")
     b.first_hop(tn2.offlink)
     nb = Neighbour(t, tr2)
-    if state == "incomplete":
-        nce.incomplete(nb)
-    elif state == "reachable":
-        nce.set_nd_timers(t, reachable_ms=nce.REACHABLE_TIME_MS)
-        nce.reachable(nb)
-    elif state == "stale":
-        nce.stale(nb)
-    elif state == "probe":
-        nce.set_nd_timers(t, reachable_ms=nce.REACHABLE_TIME_MS, retrans_ms=nce.RETRANS_TIMER_MS)
-        nce.probing(nb)
+    nce.enter(nb, state)
     other = nce.fresh_mac()
     tlla = {"none": None, "same": nb.mac, "diff": other}[t.p.tlla]
     since = t.send(b.redirect(target=tr2.link_local, destination=tn2.offlink, tlla=tlla, rh=t.p.rh),

@@ -367,6 +367,26 @@ def stale(nb: Neighbour) -> None:
     t.note(f"{nb.name} STALE")
 
 
+def enter(nb: Neighbour, state: str) -> None:
+    """Put ``nb``'s entry in the DUT into ``state`` (incomplete, reachable,
+    stale or probe) from the wire, with the timers the state needs: the
+    protocol's ReachableTime (the tester's reactions fit in REACHABLE) and,
+    for PROBE, its RetransTimer (PROBE lasts MAX_UNICAST_SOLICIT x
+    RetransTimer, so the default keeps the tester's reaction inside it)."""
+    if state == "incomplete":
+        incomplete(nb)
+    elif state == "stale":
+        stale(nb)
+    elif state in ("reachable", "probe"):
+        set_nd_timers(nb.t, reachable_ms=REACHABLE_TIME_MS, retrans_ms=RETRANS_TIMER_MS if state == "probe" else None)
+        if state == "reachable":
+            reachable(nb)
+        else:
+            probing(nb)
+    else:
+        raise ValueError(f"no Neighbor Cache state {state!r}")
+
+
 def probing(nb: Neighbour) -> Frame:
     """No entry -> INCOMPLETE -> STALE (unsolicited NA, S=0 O=1) -> DELAY
     (the queued Echo Reply is sent) -> PROBE after DELAY_FIRST_PROBE_TIME

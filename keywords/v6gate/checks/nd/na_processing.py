@@ -83,16 +83,7 @@ def _na_parts(state: str) -> list[Part]:
 def _na_in_state(t, state: str):
     """Put TN1's entry into ``state``, send the part's NA, judge the entry."""
     nb = Neighbour(t, t.tn1)
-    if state == "stale":
-        nce.stale(nb)
-    else:
-        # PROBE lasts MAX_UNICAST_SOLICIT x RetransTimer: the protocol default keeps the tester's reaction in it
-        nce.set_nd_timers(t, reachable_ms=nce.REACHABLE_TIME_MS,
-                          retrans_ms=nce.RETRANS_TIMER_MS if state == "probe" else None)
-        if state == "reachable":
-            nce.reachable(nb)
-        else:
-            nce.probing(nb)
+    nce.enter(nb, state)
     other = nce.fresh_mac()
     tlla = {"none": False, "same": nb.mac, "diff": other}[t.p.tlla]
     since = t.send(nb.na(s=t.p.s, o=t.p.o, tlla=tlla, multicast=t.p.multicast),

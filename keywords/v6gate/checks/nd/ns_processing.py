@@ -55,16 +55,7 @@ def _dut_na_to(t, nb: Neighbour, since: float, lla: str | None) -> tuple[list[st
 def _ns_in_state(t, state: str):
     """Put TN1's entry into ``state``, send the part's NS, judge the answer and the entry."""
     nb = Neighbour(t, t.tn1)
-    if state == "stale":
-        nce.stale(nb)
-    else:
-        # PROBE lasts MAX_UNICAST_SOLICIT x RetransTimer: the protocol default keeps the tester's reaction in it
-        nce.set_nd_timers(t, reachable_ms=nce.REACHABLE_TIME_MS,
-                          retrans_ms=nce.RETRANS_TIMER_MS if state == "probe" else None)
-        if state == "reachable":
-            nce.reachable(nb)
-        else:
-            nce.probing(nb)
+    nce.enter(nb, state)
     other = nce.fresh_mac()
     sll = nb.mac if t.p.sll == "same" else other
     since = t.send(nb.ns(multicast=t.p.multicast, sll=sll),
