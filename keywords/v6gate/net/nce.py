@@ -368,11 +368,13 @@ def stale(nb: Neighbour) -> None:
 
 
 def enter(nb: Neighbour, state: str) -> None:
-    """Put ``nb``'s entry in the DUT into ``state`` (incomplete, reachable,
-    stale or probe) from the wire, with the timers the state needs: the
+    """Put ``nb``'s entry in the DUT into ``state`` (none, incomplete,
+    reachable, stale or probe) from the wire ("none": leave it absent), with the timers the state needs: the
     protocol's ReachableTime (the tester's reactions fit in REACHABLE) and,
     for PROBE, its RetransTimer (PROBE lasts MAX_UNICAST_SOLICIT x
     RetransTimer, so the default keeps the tester's reaction inside it)."""
+    if state == "none":
+        return
     if state == "incomplete":
         incomplete(nb)
     elif state == "stale":
