@@ -155,10 +155,10 @@ def test_report_renders_plots_and_numbers_for_a_gate():
 def test_calibration_summary_and_what_would_meet():
     runs = [{"setup": "A/A", "verdict": "PASS", "traffic_s": 30, "pair_ratios": [1.0, 1.02, 0.99], "discarded_pairs": 1,
              "steal_fraction_median": 0.02, "steal_fraction_max": 0.05, "foreign_fraction_median": 0.3,
-             "v6_MBps_median": 2000},
+             "v6_median": 2000},
             {"setup": "handicap", "verdict": "FAIL", "traffic_s": 40, "pair_ratios": [0.93, 0.95, 0.94],
              "discarded_pairs": 0, "steal_fraction_median": 0.02, "steal_fraction_max": 0.04,
-             "foreign_fraction_median": 0.3, "v6_MBps_median": 1880}]
+             "foreign_fraction_median": 0.3, "v6_median": 1880}]
     s = summarize(runs, 0.03)
     assert s["A/A"]["false_fail"]["count"] == 0 and s["handicap"]["detection"]["count"] == 1
     assert s["median_traffic_s_per_decision"] == 35

@@ -1,4 +1,4 @@
-"""``v6gate calibrate``: prove the STR gate on the lab (A/A vs an IPv6-only
+"""``v6gate calibrate``: prove a family gate (STR or RR) on the lab (A/A vs an IPv6-only
 handicap of 2x the margin) and write the figures to reports/calibration/."""
 
 from __future__ import annotations
@@ -11,13 +11,17 @@ from ..errors import UsageError
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "calibrate", help="run the STR gate repeatedly on the lab, A/A and with an IPv6-only handicap; write "
+        "calibrate", help="run the STR or RR gate repeatedly on the lab, A/A and with an IPv6-only handicap; write "
                           "false-FAIL / detection / INCONCLUSIVE rates and seconds per decision")
     p.add_argument("--runs", type=int, default=20, help="runs of each setup (default 20: the targets are 'in 20')")
     p.add_argument("--factor", type=float, default=2.0, help="handicap as a multiple of the margin (default 2)")
-    p.add_argument("--variant", default="1x1500", help="STR variant (fixtures/gates/profiles.yaml; default 1x1500)")
+    p.add_argument("--gate", choices=["str", "rr"], default="str",
+                   help="the default family gate to calibrate (STR or RR); the handicap is an "
+                        "IPv6-only per-packet CPU cost (nft rules in the DUT) tuned to 2x the margin")
+    p.add_argument("--variant", default="1x1500", help="gate variant (fixtures/gates/profiles.yaml; default 1x1500)")
     p.add_argument("--regime", choices=["cpu", "shaped"], default="cpu",
-                   help="cpu: the veth as it is (CPU-bound, noisy); shaped: both families shaped below it")
+                   help="cpu: the veth as it is, nft handicap; shaped (STR only): both families shaped below "
+                        "the CPU-bound rate with HTB, the handicap an IPv6 rate cap")
     p.add_argument("--out", help="directory for the JSON figures (default reports/calibration)")
     p.set_defaults(func=run)
 
@@ -37,6 +41,6 @@ def run(args) -> int:
     install_signal_handlers()  # SIGTERM tears the lab down like Ctrl-C
     registry.cleanup(stale_only=True)
     doc, path = calibrate(runs=args.runs, factor=args.factor, variant=args.variant, regime=args.regime,
-                          out_dir=Path(args.out) if args.out else None)
+                          out_dir=Path(args.out) if args.out else None, gate=args.gate)
     main_out(doc, path)
     return 0

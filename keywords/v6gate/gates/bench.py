@@ -149,6 +149,18 @@ class Bench:
         pid = self.server_pids.get(name)
         return process_cpu_s(pid) if pid else None
 
+    def pin_server(self, name: str, pinned: bool) -> None:
+        """Lab only: the DUT's ``name`` server (all its threads, and the ones it starts later) on the
+        last CPU, or on every CPU again."""
+        import os
+
+        pid = self.server_pids.get(name)
+        n = os.cpu_count() or 1
+        if self.lab is None or not pid or n < 2:
+            return
+        cpus = str(n - 1) if pinned else f"0-{n - 1}"
+        run(["taskset", "-a", "-p", "-c", cpus, str(pid)], what=f"taskset of the DUT's {name}")
+
     def facts(self) -> dict:
         return {"client": self.client.facts(), "dut": self.dut.facts(),
                 "addresses": {"dut": self.addresses, "client": self.client_addresses}}

@@ -1,6 +1,18 @@
-"""Calibration: the STR gate, run again and again on the lab, with no
-handicap (A/A) and with an IPv6-only handicap of 2x the margin, to measure
-what the gate's verdicts are worth on this machine.
+"""Calibration: a family gate (STR or RR), run again and again on the lab,
+with no handicap (A/A) and with an IPv6-only handicap of 2x the margin, to
+measure what the gate's verdicts are worth on this machine.
+
+``--regime cpu`` (default; ``--gate str`` or ``rr``): the handicap is an
+IPv6-only CPU cost per packet: N non-matching nftables rules in ip6 input
+and output chains of the DUT (the A/A setup has the same chains, empty, in
+both families), N tuned with alternated probe trials (the gate's own
+measurement) until IPv6's rate relative to IPv4 is (1 - 2 x margin) of its
+A/A value.  A rate cap would not touch a latency-bound RR transaction, and
+against STR's alternated slices an HTB class refills its burst while the
+other family runs.
+
+``--regime shaped`` (STR only) is the HTB design described next; it was the
+cpu regime's handicap before the gates alternated their arms (issue 17).
 
 Both setups install the same HTB tree on the DUT's egress (the STR data
 direction): class 1:10 for IPv4 and 1:20 for IPv6, each chosen by a u32
@@ -43,6 +55,10 @@ from . import stats
 from .profiles import profile_of
 
 CHECK = "perf.ipv6_streaming_is_not_slower_than_ipv4"
+#: --gate -> (check id, profile gate name, handicap mechanism)
+#: (the 16 KB stream gate runs iperf3, whose arms cannot be alternated; its handicap tuning would need
+#: iperf3 probes: not built)
+GATES = {"str": (CHECK, "str", "nft"), "rr": ("perf.ipv6_request_response_is_not_slower_than_ipv4", "rr", "nft")}
 TARGETS = {"false_fail_max": 1 / 20, "detection_min": 19 / 20, "median_traffic_s_max": 60.0}
 
 
@@ -60,6 +76,59 @@ def htb_fault(name: str, v4_mbit: float | None, v6_mbit: float | None, why: str)
         "filter add dev {dut_if} parent 1: protocol ip prio 2 u32 match u32 0 0 flowid 1:10"])
     load_faults()[name] = fault
     return fault
+
+
+def nft_fault(name: str, v6_rules: int, why: str) -> Fault:
+    """An in-memory lab fault: input and output filter chains in both families (the A/A cost of the
+    hooks), with ``v6_rules`` non-matching rules in the IPv6 ones (a per-packet IPv6-only cost)."""
+    lines = []
+    for fam in ("ip", "ip6"):
+        lines.append(f"table {fam} v6gate_cal {{")
+        for hook in ("input", "output"):
+            lines.append(f"  chain {hook} {{ type filter hook {hook} priority 0; policy accept;")
+            if fam == "ip6":
+                lines += ["    tcp dport 7 tcp sport 7 accept"] * v6_rules  # never matches: evaluated, not taken
+            lines.append("  }")
+        lines.append("}")
+    fault = Fault(name=name, reason=why, source="v6gate calibrate (in memory)", nft="\n".join(lines) + "\n")
+    load_faults()[name] = fault
+    return fault
+
+
+def _tune_rules(session, prof, want: float, log, trials: int = 4, rounds: int = 4):
+    """The number of IPv6-only nft rules that makes IPv6's rate relative to IPv4 (the gate's judged
+    metric) ``want`` x its A/A value, measured with alternated trials (the gate's own measurement)."""
+    from types import SimpleNamespace
+
+    from ..lab.faults import apply_fault, get_fault
+    from .bench import Bench
+    from .workloads import loadgen_alternate
+
+    lab = session.lab
+    lab.ensure_services({"perf-peer"})
+
+    def ratio(rules: int) -> float:
+        lab.reset_dut(config="perf")
+        nft_fault("calibration_probe", rules, "probe")
+        apply_fault(lab, get_fault("calibration_probe"), {"mac": session.target.dut_mac})
+        bench = Bench._for_lab(SimpleNamespace(dut=session.dut), lab)
+        rs = []
+        for i in range(trials):
+            order = ("v4", "v6") if i % 2 == 0 else ("v6", "v4")
+            m = dict(zip(order, loadgen_alternate(bench, prof, order, compare="family")))
+            rs.append(m["v6"].values[prof.metrics[0].name] / m["v4"].values[prof.metrics[0].name])
+        return statistics.median(rs)
+
+    base = ratio(0)
+    rules, eff, probes = 100, 1.0, []
+    for r in range(rounds):
+        eff = ratio(rules) / base
+        probes.append({"rules": rules, "effective": round(eff, 4)})
+        log(f"  probe {r + 1}: {rules} IPv6-only nft rules give {eff:.3f} x the A/A IPv6/IPv4 ratio (want {want:.3f})")
+        if abs(eff - want) <= 0.01:
+            break
+        rules = max(1, round(rules * math.log(want) / math.log(min(eff, 0.999))))
+    return rules, eff, probes
 
 
 def _tc_class(rate_mbit: float | None) -> list[str]:
@@ -153,9 +222,9 @@ def _ratios(dec: dict, metric: str = "throughput") -> list[float]:
     return [p["v6"] / p["v4"] for p in by_pair.values() if "v4" in p and "v6" in p]
 
 
-def _run_entry(kind: str, i: int, result, t0: float) -> dict:
+def _run_entry(kind: str, i: int, result, t0: float, metric: str = "throughput") -> dict:
     dec = _decision(result)
-    m = (dec.get("metrics") or {}).get("throughput", {})
+    m = (dec.get("metrics") or {}).get(metric, {})
     iv = m.get("interval") or {}
     trials = dec.get("trials", [])
     steal = [t["disturbance"]["steal_fraction"] for t in trials if t.get("disturbance")]
@@ -167,7 +236,8 @@ def _run_entry(kind: str, i: int, result, t0: float) -> dict:
             "steal_fraction_max": round(max(steal), 4) if steal else None,
             "foreign_fraction_median": round(statistics.median(foreign), 4) if foreign else None,
             "v4_MBps_median": _med(_arm_values(dec, "v4")), "v6_MBps_median": _med(_arm_values(dec, "v6")),
-            "pair_ratios": [round(r, 4) for r in _ratios(dec)], "started_s": round(time.monotonic() - t0, 1),
+            "v4_median": _med(_arm_values(dec, "v4", metric)), "v6_median": _med(_arm_values(dec, "v6", metric)),
+            "pair_ratios": [round(r, 4) for r in _ratios(dec, metric)], "started_s": round(time.monotonic() - t0, 1),
             "reason": result.reason if result.verdict == "ERROR" else None}
 
 
@@ -209,8 +279,8 @@ def summarize(runs: list[dict], margin: float) -> dict:
         "foreign_fraction_median": _med([r["foreign_fraction_median"] for r in runs
                                          if r["foreign_fraction_median"] is not None]),
     }
-    v6_aa = [r["v6_MBps_median"] for r in aa if r["v6_MBps_median"]]
-    v6_hc = [r["v6_MBps_median"] for r in hc if r["v6_MBps_median"]]
+    v6_aa = [r["v6_median"] for r in aa if r.get("v6_median")]
+    v6_hc = [r["v6_median"] for r in hc if r.get("v6_median")]
     if v6_aa and v6_hc:
         out["effective_handicap"] = round(statistics.median(v6_hc) / statistics.median(v6_aa), 4)
     if aa_ratios and hc_ratios:
@@ -223,7 +293,9 @@ def summarize(runs: list[dict], margin: float) -> dict:
         "detection_at_least_19_in_20": {"value": det, "met": det is not None and det >= t["detection_min"]},
         "median_decision_within_60_s_of_traffic": {"value": med, "met": med is not None and med <= t["median_traffic_s_max"]},
     }
-    out["what_would_meet"] = what_would_meet(aa_ratios, hc_ratios, margin)
+    per_pair = [r["traffic_s"] / r["kept_pairs"] for r in runs if r.get("traffic_s") and r.get("kept_pairs")]
+    out["what_would_meet"] = what_would_meet(aa_ratios, hc_ratios, margin,
+                                             seconds_per_pair=statistics.median(per_pair) if per_pair else 4.0)
     return out
 
 
@@ -236,7 +308,7 @@ def _spread(xs: list[float]) -> dict | None:
 
 
 def what_would_meet(aa: list[float], hc: list[float], margin: float, confidence: float = 0.95,
-                    seconds_per_pair: float = 4.6) -> dict | None:
+                    seconds_per_pair: float = 4.0) -> dict | None:
     """Pairs (and seconds of traffic) a 95 % interval needs to clear the
     threshold in 19 of 20 runs, from the observed per-pair spread: for a
     centre c and per-pair log sd s, the interval's half width is about
@@ -260,25 +332,30 @@ def what_would_meet(aa: list[float], hc: list[float], margin: float, confidence:
             continue
         n = math.ceil(((z * 1.05 + 1.645) * s / gap) ** 2)
         out[name] = {"centre_ratio": round(math.exp(c), 4), "sd_log": round(s, 4), "pairs_needed": max(n, 6),
-                     "traffic_s_needed": round(max(n, 6) * seconds_per_pair * 2 / 2.3, 1)}
+                     "traffic_s_needed": round(max(n, 6) * seconds_per_pair, 1)}
     return out
 
 
 def calibrate(*, runs: int, factor: float, variant: str, regime: str, out_dir: Path | None,
-              log=print) -> tuple[dict, Path]:
+              log=print, gate: str = "str") -> tuple[dict, Path]:
     from ..core.session import Session
     from ..pytest_plugin import new_run_dir, new_run_id
 
     os.environ.setdefault("V6GATE_RUN_ID", new_run_id())
-    c = find(CHECK)
+    check_id, gate_name, mechanism = GATES[gate]
+    c = find(check_id)
+    if len(c.parts) == 1 and c.parts[0].letter is None:
+        variant = None  # a gate without variants
     try:
         part = c.part(variant)
     except KeyError:
         from ..errors import UsageError
 
-        raise UsageError(f"--variant {variant}: the STR gate has variants "
+        raise UsageError(f"--variant {variant}: the {gate_name} gate has variants "
                          f"{', '.join(p.letter for p in c.parts)}") from None
-    prof = profile_of("str", variant)
+    prof = profile_of(gate_name, variant)
+    variant = variant or "-"
+    metric = prof.metrics[0].name
     margin = prof.metrics[0].margin
     run_dir = new_run_dir(os.environ["V6GATE_RUN_ID"] + "-cal")
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -286,10 +363,17 @@ def calibrate(*, runs: int, factor: float, variant: str, regime: str, out_dir: P
     stat0 = D.snapshot()
     t0 = time.monotonic()
     entries: list[dict] = []
-    log(f"v6gate calibrate: {CHECK}#{variant} ({prof.title}), margin {margin * 100:g}%, handicap "
+    log(f"v6gate calibrate: {check_id}#{variant} ({prof.title}), margin {margin * 100:g}%, handicap "
         f"{factor:g} x margin = {factor * margin * 100:g}% on IPv6 only, {runs} A/A + {runs} handicap runs, "
         f"regime {regime}; machine: {os.cpu_count()} CPUs, load average {load0[0]:.2f}")
     with Session.for_lab(run_dir) as session:
+        if regime == "shaped" and gate != "str":
+            from ..errors import UsageError
+
+            raise UsageError("--regime shaped caps STR's rate with HTB; use it with --gate str")
+        if mechanism == "nft" and regime == "cpu":
+            return _calibrate_nft(session, c, part, prof, metric, margin, runs, factor, regime, out_dir, log,
+                                  check_id, variant, started, load0, stat0, t0, run_dir)
         # 1. the rate under the A/A tree (a full gate run, not counted)
         shaped = None
         if regime == "shaped":
@@ -317,7 +401,7 @@ def calibrate(*, runs: int, factor: float, variant: str, regime: str, out_dir: P
                               f"current IPv6 rate {rate:.0f} MB/s / HTB efficiency {h:.3f}")
                     caps.append(round(cap, 1))
                 r = session.run(c, part, fault=fault, setup=f"calibration-{'aa' if kind == 'A/A' else 'hc'}-{i}")
-                e = _run_entry(kind, i, r, t0)
+                e = _run_entry(kind, i, r, t0, metric)
                 if kind == "handicap":
                     e["cap_mbit"] = round(cap, 1)
                 entries.append(e)
@@ -325,18 +409,47 @@ def calibrate(*, runs: int, factor: float, variant: str, regime: str, out_dir: P
                     f"[{_f(e['low'])}, {_f(e['high'])}]  pairs {e['kept_pairs']} kept / {e['discarded_pairs']} "
                     f"discarded  {e['traffic_s']} s traffic  steal {_p(e['steal_fraction_median'])} "
                     f"other load {_p(e['foreign_fraction_median'])}")
+    extra = {"handicap": {"cap_mbit": round(cap, 1), "probe_effective": round(eff, 4), "probes": probes,
+                          "htb_efficiency": round(h, 4), "caps_per_run_mbit": caps,
+                          "shaped_both_mbit": round(shaped, 1) if shaped else None}}
+    return _write(entries, prof, margin, factor, regime, out_dir, check_id, variant, started, load0, stat0, t0,
+                  run_dir, extra, "an IPv6-only HTB rate cap")
+
+
+def _calibrate_nft(session, c, part, prof, metric, margin, runs, factor, regime, out_dir, log, check_id, variant,
+                   started, load0, stat0, t0, run_dir):
+    want = 1 - factor * margin
+    rules, eff, probes = _tune_rules(session, prof, want, log)
+    nft_fault("calibration_aa", 0, "A/A: empty nft input/output chains in both families")
+    nft_fault("calibration_handicap", rules, f"IPv6-only handicap: {rules} non-matching nft rules in the ip6 "
+              f"input and output chains ({eff:.3f} x the A/A IPv6/IPv4 ratio in the probe)")
+    entries = []
+    for i in range(runs):
+        for kind, fault in (("A/A", "calibration_aa"), ("handicap", "calibration_handicap")):
+            r = session.run(c, part, fault=fault, setup=f"calibration-{'aa' if kind == 'A/A' else 'hc'}-{i}")
+            e = _run_entry(kind, i, r, t0, metric)
+            entries.append(e)
+            log(f"  {kind:8} run {i + 1:2}/{runs}: {r.verdict:12} ratio {_f(e['ratio'])} "
+                f"[{_f(e['low'])}, {_f(e['high'])}]  pairs {e['kept_pairs']} kept / {e['discarded_pairs']} "
+                f"discarded  {e['traffic_s']} s traffic  steal {_p(e['steal_fraction_median'])} "
+                f"other load {_p(e['foreign_fraction_median'])}")
+    return _write(entries, prof, margin, factor, regime, out_dir, check_id, variant, started, load0, stat0, t0,
+                  run_dir, {"handicap": {"v6_nft_rules": rules, "probe_effective": eff, "probes": probes}},
+                  "IPv6-only nft rules (a per-packet CPU cost)")
+
+
+def _write(entries, prof, margin, factor, regime, out_dir, check_id, variant, started, load0, stat0, t0, run_dir,
+           extra, how):
+    metric = prof.metrics[0].name
     stat1 = D.snapshot()
     summary = summarize(entries, margin)
     doc = {
         "schema": "v6gate/calibration/1",
-        "what": ("the STR gate run repeatedly on the lab: A/A (no handicap) and with an IPv6-only HTB handicap of "
+        "what": (f"{check_id}#{variant} run repeatedly on the lab: A/A (no handicap) and with {how} of "
                  f"{factor:g} x the margin; false-FAIL rate on A/A, detection rate on the handicap, INCONCLUSIVE "
-                 "rates, median seconds of traffic per decision"),
-        "started": started, "wall_s": round(time.monotonic() - t0, 1), "check": f"{CHECK}#{variant}",
-        "profile": prof.as_dict(), "regime": regime, "factor": factor,
-        "handicap": {"cap_mbit": round(cap, 1), "probe_effective": round(eff, 4), "probes": probes,
-                     "htb_efficiency": round(h, 4), "caps_per_run_mbit": caps,
-                     "shaped_both_mbit": round(shaped, 1) if shaped else None},
+                 f"rates, median seconds of traffic per decision (metric {metric})"),
+        "started": started, "wall_s": round(time.monotonic() - t0, 1), "check": f"{check_id}#{variant}",
+        "profile": prof.as_dict(), "regime": regime, "factor": factor, "metric": metric, **extra,
         "machine": {"cpus": os.cpu_count(), "kernel": os.uname().release, "load_average_start": load0,
                     "load_average_end": os.getloadavg(),
                     "steal_fraction_overall": round((stat1.steal_s - stat0.steal_s) /
@@ -348,7 +461,8 @@ def calibrate(*, runs: int, factor: float, variant: str, regime: str, out_dir: P
     }
     out_dir = out_dir or REPORTS / "calibration"
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{regime}.json"
+    gate = prof.gate
+    path = out_dir / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{gate}-{regime}.json"
     path.write_text(json.dumps(doc, indent=1))
     return doc, path
 
@@ -366,7 +480,7 @@ def render(doc: dict) -> str:
         f"calibration of {doc['check']} ({doc['regime']} regime), margin {doc['profile']['margin'] * 100:g}%, "
         f"IPv6-only handicap {doc['factor'] * doc['profile']['margin'] * 100:g}% "
         f"(effective: the handicap runs' per-pair IPv6/IPv4 ratio was {_f(s.get('effective_handicap_ratio_of_ratios'))} x "
-        f"the A/A runs'; IPv6 MB/s {_f(s.get('effective_handicap'))} x)",
+        f"the A/A runs'; IPv6 {doc.get('metric', 'throughput')} {_f(s.get('effective_handicap'))} x)",
         f"  A/A       {aa['runs']:3} runs: PASS {aa['PASS']}  FAIL {aa['FAIL']}  INCONCLUSIVE {aa['INCONCLUSIVE']}  "
         f"ERROR {aa['ERROR']}",
         f"  handicap  {hc['runs']:3} runs: PASS {hc['PASS']}  FAIL {hc['FAIL']}  INCONCLUSIVE {hc['INCONCLUSIVE']}  "

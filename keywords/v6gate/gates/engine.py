@@ -2,10 +2,15 @@
 
 Paired comparison (``PairedComparison``): trials run in pairs, one of each
 arm (baseline A: IPv4, offload off, no extension header; candidate B: IPv6,
-offload on, with the header), the order inside each pair drawn at random, so
-slow drifts of a shared machine hit both arms alike.  Each pair gives one
-ratio B/A per metric; the interval on the ratio (stats.py, method named in
-the gate's profile) decides, after every pair once ``min_pairs`` are in:
+offload on, with the header), order-balanced: the kept pairs alternate AB,
+BA, AB, ... (ABBA blocks; which comes first is drawn at random), so slow
+drifts of a shared machine and any first-trial advantage hit both arms
+alike.  Each pair gives one ratio B/A per metric; the interval on the ratio
+(stats.py, method named in the gate's profile) decides at planned looks:
+after ``min_pairs`` and then after every ``look_every`` pairs up to
+``max_pairs``.  Each look uses a wider interval than the stated confidence
+(Pocock's constant boundary for that many looks, stats.per_look_confidence),
+so looking again and again does not spend more than the stated error rate:
 
 * higher is better (throughput, transactions/s), margin m:
   PASS when the interval's low end >= 1 - m (non-inferiority: B faster is fine),
@@ -15,7 +20,10 @@ the gate's profile) decides, after every pair once ``min_pairs`` are in:
 * INCONCLUSIVE when the budget (pairs, seconds) runs out in between.
 
 The gate stops at the first FAIL of any judged metric, or when every judged
-metric PASSes.  A trial whose steal (or a pair whose foreign CPU load is
+metric PASSes.  Metrics the profile lists under ``report`` (the CPU cost
+next to a judged rate, or the rate next to a judged cost) get the same
+series and interval in the record but do not decide; ``decided_by`` names
+the metrics the verdict rests on.  A trial whose steal (or a pair whose foreign CPU load is
 lopsided between its two trials) passes the profile's thresholds is
 discarded with its pair and repeated; the count is reported.
 
@@ -44,6 +52,7 @@ class Metric:
     margin: float = 0.03
     target: float | None = None  # one-sample gates: the stated target (same unit)
     quantile: float = 0.5  # one-sample gates: which quantile is judged
+    judged: bool = True  # False: measured and reported with its interval, not deciding
 
     @property
     def threshold(self) -> float:
@@ -66,6 +75,15 @@ class Budget:
     max_pairs: int = 30
     max_seconds: float = 120.0
     max_discarded: int = 20
+    look_every: int = 2  # pairs between planned looks after min_pairs (2: whole ABBA blocks)
+
+    def looks(self) -> int:
+        """How many planned looks fit between min_pairs and max_pairs."""
+        return (self.max_pairs - self.min_pairs) // max(1, self.look_every) + 1
+
+    def is_look(self, pairs: int) -> bool:
+        return pairs >= self.min_pairs and ((pairs - self.min_pairs) % max(1, self.look_every) == 0
+                                            or pairs >= self.max_pairs)
 
 
 @dataclass(frozen=True)
@@ -130,8 +148,9 @@ class MetricState:
     def as_dict(self, arms=()) -> dict:
         iv = self.interval
         out = {"unit": self.metric.unit, "higher_is_better": self.metric.higher_is_better,
-               "margin": self.metric.margin, "threshold": self.metric.threshold, "target": self.metric.target,
-               "rule": self.metric.describe_threshold(tuple(arms)), "status": self.status or "undecided"}
+               "judged": self.metric.judged, "margin": self.metric.margin, "threshold": self.metric.threshold, "target": self.metric.target,
+               "rule": self.metric.describe_threshold(tuple(arms)),
+               "status": (self.status or "undecided") if self.metric.judged else "reported"}
         if iv is not None:
             out["interval"] = {k: _r(v) for k, v in iv.as_dict().items()}
             if self.metric.target is None:
@@ -153,15 +172,33 @@ class GateDecision:
     stop: str
     method: str
     confidence: float
+    per_look_confidence: float | None = None
+    looks: int = 1
+    order: dict | None = None  # paired: how many kept pairs ran in each order
+
+    @property
+    def decided_by(self) -> list[str]:
+        """The judged metrics the verdict rests on: the FAILing ones, or every judged one for a PASS."""
+        judged = {k: m for k, m in self.metrics.items() if m.metric.judged}
+        if self.verdict == "FAIL":
+            return [k for k, m in judged.items() if m.status == "FAIL"]
+        return list(judged) if self.verdict == "PASS" else []
 
     def as_dict(self) -> dict:
         return {
-            "verdict": self.verdict, "stop": self.stop, "arms": list(self.arms), "method": self.method,
-            "confidence": self.confidence, "kept": self.kept_pairs, "discarded": self.discarded,
+            "verdict": self.verdict, "decided_by": self.decided_by, "stop": self.stop, "arms": list(self.arms),
+            "method": self.method, "confidence": self.confidence,
+            "per_look_confidence": None if self.per_look_confidence is None else round(self.per_look_confidence, 5),
+            "looks_planned": self.looks, "order": self.order, "kept": self.kept_pairs, "discarded": self.discarded,
             "traffic_s": round(self.traffic_s, 2), "wall_s": round(self.wall_s, 2),
             "metrics": {k: m.as_dict(self.arms) for k, m in self.metrics.items()},
             "trials": [t.as_dict() for t in self.trials],
         }
+
+    def _looks_words(self) -> str:
+        if self.looks <= 1 or self.per_look_confidence is None:
+            return ""
+        return f", {self.per_look_confidence * 100:.1f}% at each of up to {self.looks} looks"
 
     def summary(self) -> str:
         parts = []
@@ -175,7 +212,7 @@ class GateDecision:
                 parts.append(f"{self.arms[1]}/{self.arms[0]} {name} ratio {iv.estimate:.3f} "
                              f"[{_fmt(iv.low)}, {_fmt(iv.high)}] (delta {_pct(iv.estimate):+.1f}% "
                              f"[{_pct_s(iv.low)}, {_pct_s(iv.high)}]) vs {'>=' if m.higher_is_better else '<='} "
-                             f"{m.threshold:.3f}: {st.status or 'undecided'}")
+                             f"{m.threshold:.3f}: {(st.status or 'undecided') if m.judged else 'reported'}")
             else:
                 q = "median" if m.quantile == 0.5 else f"p{round(m.quantile * 100)}"
                 parts.append(f"{name} {q} {iv.estimate:.4g} {m.unit} [{_fmt(iv.low)}, "
@@ -183,7 +220,8 @@ class GateDecision:
                              f"{m.unit}: {st.status or 'undecided'}")
         unit = "pairs" if len(self.arms) == 2 else "trials"
         return (f"{'; '.join(parts)}; {self.kept_pairs} {unit} kept, {self.discarded} discarded as disturbed, "
-                f"{self.traffic_s:.1f} s of traffic ({self.confidence * 100:g}% {self.method} interval; "
+                f"{self.traffic_s:.1f} s of traffic ({self.confidence * 100:g}% {self.method} interval"
+                f"{self._looks_words()}; "
                 f"stopped: {self.stop})")
 
 
@@ -218,7 +256,11 @@ class PairedComparison:
                  budget: Budget = Budget(), policy: DisturbancePolicy = DisturbancePolicy(),
                  method: str = "wilcoxon", confidence: float = 0.95, rng: random.Random | None = None,
                  monitor: Monitor = D.snapshot, clock: Callable[[], float] = time.monotonic,
-                 on_trial: Callable[[Trial], None] | None = None, should_stop: Callable[[], str | None] | None = None):
+                 on_trial: Callable[[Trial], None] | None = None, should_stop: Callable[[], str | None] | None = None,
+                 measure_pair: Callable[[tuple[str, str]], tuple[Measure, Measure]] | None = None):
+        """``measure_pair`` (optional): one call measures both arms of a pair inside the same seconds
+        (finely alternated, ``order`` says which arm goes first); it returns their Measures in
+        ``order``.  Without it the two arms are two trials one after the other (``measure``)."""
         if len(arms) != 2:
             raise ValueError("a paired comparison has exactly two arms (baseline, candidate)")
         if method not in stats.METHODS:
@@ -235,6 +277,17 @@ class PairedComparison:
         self.clock = clock
         self.on_trial = on_trial
         self.should_stop = should_stop
+        self.measure_pair = measure_pair
+
+    def _pair(self, order: list[str], pair: int) -> list[Trial]:
+        if self.measure_pair is None:
+            return [self._trial(arm, pair, pos) for pos, arm in enumerate(order)]
+        a = self.monitor()
+        ms = self.measure_pair(tuple(order))
+        b = self.monitor()
+        dist = D.between(a, b, sum(m.workload_cpu_s for m in ms))
+        return [Trial(arm, pair, pos, dict(m.values), m.traffic_s, dist, dict(m.raw))
+                for pos, (arm, m) in enumerate(zip(order, ms))]
 
     def _trial(self, arm: str, pair: int, position: int) -> Trial:
         a = self.monitor()
@@ -252,13 +305,17 @@ class PairedComparison:
                 out.append(math.log(vb / va))
         return out
 
+    @property
+    def look_confidence(self) -> float:
+        return stats.per_look_confidence(self.confidence, self.budget.looks())
+
     def evaluate(self, kept: list[tuple[Trial, Trial]]) -> dict[str, MetricState]:
         states = {}
         for m in self.metrics:
             d = self.log_ratios(kept, m.name)
-            iv = stats.ratio_interval(d, self.method, self.confidence) if d else None
+            iv = stats.ratio_interval(d, self.method, self.look_confidence) if d else None
             status = None
-            if iv is not None and len(d) >= self.budget.min_pairs:
+            if m.judged and iv is not None and len(d) >= self.budget.min_pairs:
                 status = stats.decide(iv.low, iv.high, m.threshold, m.higher_is_better)
             states[m.name] = MetricState(m, iv, status)
         return states
@@ -271,6 +328,7 @@ class PairedComparison:
         traffic = 0.0
         pair = 0
         stop = ""
+        first = tuple(self.arms) if self.rng.random() < 0.5 else tuple(reversed(self.arms))
         states = self.evaluate(kept)
         while True:
             if len(kept) >= self.budget.max_pairs:
@@ -285,10 +343,8 @@ class PairedComparison:
             if self.should_stop and (why := self.should_stop()):
                 stop = why
                 break
-            order = list(self.arms)
-            if self.rng.random() < 0.5:
-                order.reverse()
-            done = [self._trial(arm, pair, pos) for pos, arm in enumerate(order)]
+            order = list(first) if len(kept) % 2 == 0 else list(reversed(first))
+            done = self._pair(order, pair)
             for t in done:
                 traffic += t.traffic_s
                 trials.append(t)
@@ -304,22 +360,25 @@ class PairedComparison:
                 if self.on_trial:
                     self.on_trial(t)
             pair += 1
-            if why:
+            if why or not self.budget.is_look(len(kept)):
                 continue
             states = self.evaluate(kept)
-            st = [s.status for s in states.values()]
+            st = [s.status for s in states.values() if s.metric.judged]
             if "FAIL" in st:
                 failing = [k for k, s in states.items() if s.status == "FAIL"]
                 stop = f"{', '.join(failing)} decided FAIL after {len(kept)} pairs"
                 break
             if st and all(s == "PASS" for s in st):
-                stop = f"every metric decided PASS after {len(kept)} pairs"
+                stop = f"every judged metric decided PASS after {len(kept)} pairs"
                 break
-        states = self.evaluate(kept)
-        st = [s.status for s in states.values()]
+        if self.budget.is_look(len(kept)):
+            states = self.evaluate(kept)  # the last look (a budget that ran out between looks keeps the one before)
+        st = [s.status for s in states.values() if s.metric.judged]
         verdict = "FAIL" if "FAIL" in st else "PASS" if st and all(s == "PASS" for s in st) else "INCONCLUSIVE"
+        ab = sum(1 for a, b in kept if a.position == 0)
         dec = GateDecision(verdict, "", states, trials, self.arms, len(kept), discarded, traffic,
-                           self.clock() - t0, stop, self.method, self.confidence)
+                           self.clock() - t0, stop, self.method, self.confidence, self.look_confidence,
+                           self.budget.looks(), {f"{self.arms[0]} first": ab, f"{self.arms[1]} first": len(kept) - ab})
         dec.why = dec.summary()
         return dec
 

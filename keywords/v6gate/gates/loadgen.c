@@ -16,6 +16,14 @@
  *       response).  Prints one JSON object: transactions and bytes counted
  *       after WARMUP seconds, the measured seconds, and this process's CPU time
  *       (getrusage) for the measured window.
+ *   v6gate-loadgen alternate HOST_A PORT_A HOST_B PORT_B rr|str REQ RESP SECONDS SLICE [WARMUP [SOCKBUF [CHUNK]]]
+ *       one thread, one connection to each of A and B (e.g. the DUT's IPv4 and IPv6 address, or its
+ *       plain and Destination Options ports), kept open for the whole trial; back-to-back
+ *       transactions on A for SLICE seconds, then on B, in ABBA order (slice k runs A then B when k is
+ *       even, B then A when odd), so both arms see the same seconds of the machine.  Prints one JSON
+ *       object: per arm transactions, bytes, seconds spent on it, mean latency and this thread's CPU
+ *       time (RUSAGE_THREAD) while on it, plus the number of slices.  CHUNK: bytes per send() of a
+ *       request (an upload stream of CHUNK-byte messages: rr with a large REQ and a 1-byte RESP).
  *   DSTOPTS (8..256, a multiple of 8): the client talks to PORT+1, where the
  *   server sends its responses with an IPv6 Destination Options header of that
  *   many bytes (one PadN option), set with IPV6_DSTOPTS on the listening socket
@@ -328,7 +336,156 @@ static int client(int argc, char **argv) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- alternate */
+struct arm {
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    int fd;
+    size_t to_send; /* bytes of the current request still to send */
+    size_t pending; /* bytes of the current response still to come */
+    unsigned long long transactions, bytes_rx, bytes_tx;
+    double t_req, seconds, lat_sum, cpu_s;
+};
+
+static int resolve(const char *host, const char *port, struct arm *a) {
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *ai;
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc) {
+        fprintf(stderr, "v6gate-loadgen: %s: %s\n", host, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(&a->addr, ai->ai_addr, ai->ai_addrlen);
+    a->addrlen = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static double thread_cpu(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Back-to-back transactions on one arm until `until`: 0, or -1 on a broken connection.  A request still
+ * being sent or a response still arriving at the end of the slice is continued in the arm's next slice
+ * (its bytes count where they move), so a slow arm cannot stretch a slice, and a throttled one is
+ * measured, not waited for. */
+static size_t chunk = BUFSZ; /* bytes per send() of a request (alternate's CHUNK) */
+
+static int run_slice(struct arm *a, char *buf, double until, int count) {
+    double c0 = thread_cpu(), t0 = now();
+    for (;;) {
+        if (a->pending == 0 && a->to_send == 0) {
+            if (now() >= until) break;
+            a->to_send = C.req;
+            a->t_req = now();
+        }
+        while (a->to_send > 0) { /* the request, in CHUNK-byte send()s; continued next slice if cut */
+            if (now() >= until) goto out;
+            ssize_t w = send(a->fd, buf, a->to_send < chunk ? a->to_send : chunk, MSG_NOSIGNAL);
+            if (w < 0) {
+                if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+                return -1;
+            }
+            a->to_send -= (size_t)w;
+            if (count) a->bytes_tx += (unsigned long long)w;
+            if (a->to_send == 0) a->pending = C.resp;
+        }
+        while (a->pending > 0) {
+            if (now() >= until) goto out;
+            ssize_t r = recv(a->fd, buf, a->pending < BUFSZ ? a->pending : BUFSZ, 0);
+            if (r == 0) return -1;
+            if (r < 0) {
+                if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+                return -1;
+            }
+            a->pending -= (size_t)r;
+            if (count) a->bytes_rx += (unsigned long long)r;
+        }
+        if (count) {
+            a->transactions++;
+            a->lat_sum += now() - a->t_req;
+        }
+    }
+out:
+    if (count) {
+        a->seconds += now() - t0;
+        a->cpu_s += thread_cpu() - c0;
+    }
+    return 0;
+}
+
+static int alternate(int argc, char **argv) {
+    if (argc < 11) {
+        fprintf(stderr, "usage: v6gate-loadgen alternate HOST_A PORT_A HOST_B PORT_B rr|str REQ RESP SECONDS SLICE "
+                        "[WARMUP [SOCKBUF [CHUNK]]]\n");
+        return 2;
+    }
+    struct arm arms[2];
+    memset(arms, 0, sizeof arms);
+    const char *mode = argv[6];
+    C.req = strtoul(argv[7], NULL, 10);
+    C.resp = strtoul(argv[8], NULL, 10);
+    double seconds = atof(argv[9]), slice = atof(argv[10]), warmup = argc > 11 ? atof(argv[11]) : 0.0;
+    C.sockbuf = argc > 12 ? strtoul(argv[12], NULL, 10) : 0;
+    chunk = argc > 13 ? strtoul(argv[13], NULL, 10) : BUFSZ;
+    if (chunk < 1 || chunk > BUFSZ) {
+        fprintf(stderr, "v6gate-loadgen: CHUNK must be 1..%d\n", BUFSZ);
+        return 2;
+    }
+    if (strcmp(mode, "rr") && strcmp(mode, "str")) {
+        fprintf(stderr, "v6gate-loadgen: alternate runs rr or str, not %s\n", mode);
+        return 2;
+    }
+    if (seconds <= 0 || slice <= 0 || slice * 2 > seconds || C.req < 1 || C.resp < 1) {
+        fprintf(stderr, "v6gate-loadgen: bad numbers (SLICE must fit twice in SECONDS)\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    char *buf = malloc(BUFSZ);
+    memset(buf, 'q', BUFSZ);
+    for (int i = 0; i < 2; i++) {
+        if (resolve(argv[2 + 2 * i], argv[3 + 2 * i], &arms[i]) < 0) return 2;
+        memcpy(&C.addr, &arms[i].addr, arms[i].addrlen);
+        C.addrlen = arms[i].addrlen;
+        arms[i].fd = dial();
+        if (arms[i].fd < 0) {
+            fprintf(stderr, "v6gate-loadgen: cannot connect to %s port %s: %s\n", argv[2 + 2 * i], argv[3 + 2 * i],
+                    strerror(errno));
+            return 1;
+        }
+    }
+    /* warm-up: both connections through slow start, unmeasured, in the same alternation */
+    double t = now(), end_warm = t + warmup;
+    for (int k = 0; now() < end_warm || k < 2; k++)
+        if (run_slice(&arms[k % 2], buf, now() + slice / 4, 0) < 0) goto broken;
+    int slices = 0;
+    double start = now(), end = start + seconds;
+    while (now() + 2 * slice <= end + slice / 2) {
+        int first = slices % 2;
+        if (run_slice(&arms[first], buf, now() + slice, 1) < 0 || run_slice(&arms[1 - first], buf, now() + slice, 1) < 0)
+            goto broken;
+        slices++;
+    }
+    printf("{\"mode\":\"%s\",\"req\":%zu,\"resp\":%zu,\"sockbuf\":%zu,\"chunk\":%zu,\"slice_s\":%.6f,"
+           "\"slices\":%d,\"arms\":[", mode, C.req, C.resp, C.sockbuf, chunk, slice, slices);
+    for (int i = 0; i < 2; i++)
+        printf("%s{\"host\":\"%s\",\"port\":%s,\"transactions\":%llu,\"bytes_rx\":%llu,\"seconds\":%.6f,"
+               "\"bytes_tx\":%llu,\"latency_mean_s\":%.9f,\"cpu_s\":%.6f}", i ? "," : "", argv[2 + 2 * i],
+               argv[3 + 2 * i], arms[i].transactions, arms[i].bytes_rx, arms[i].seconds, arms[i].bytes_tx,
+               arms[i].transactions ? arms[i].lat_sum / arms[i].transactions : 0.0, arms[i].cpu_s);
+    printf("],\"wall_s\":%.6f}\n", now() - t);
+    close(arms[0].fd);
+    close(arms[1].fd);
+    free(buf);
+    return 0;
+broken:
+    fprintf(stderr, "v6gate-loadgen: a connection broke during the trial: %s\n", strerror(errno));
+    return 1;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "alternate") == 0) return alternate(argc, argv);
     if (argc >= 3 && strcmp(argv[1], "server") == 0) return server(atoi(argv[2]), argc > 3 ? strtoul(argv[3], NULL, 10) : 0);
     if (argc >= 2 && strcmp(argv[1], "client") == 0) return client(argc, argv);
     fprintf(stderr, "usage: v6gate-loadgen server PORT | client HOST PORT MODE REQ RESP PAIRS SECONDS [WARMUP [DSTOPTS [SOCKBUF]]]\n");

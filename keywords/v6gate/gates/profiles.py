@@ -34,7 +34,7 @@ WORKLOADS: dict[str, dict] = {
         "compare": {"family", "offload", "dstopts"},
         "metrics": {"throughput": ("MB/s", True), "transactions": ("transactions/s", True),
                     "cpu_per_unit": ("CPU ms per unit", False), "latency": ("us", False)},
-        "params": {"mode", "req", "resp", "pairs", "sockbuf", "dstopts"},
+        "params": {"mode", "req", "resp", "pairs", "sockbuf", "dstopts", "interleave", "slice_s", "chunk"},
     },
     "iperf3": {
         "compare": {"family", "offload"},
@@ -68,8 +68,11 @@ WORKLOADS: dict[str, dict] = {
 COMPARE_ARMS = {"family": ("v4", "v6"), "offload": ("off", "on"), "dstopts": ("without", "with")}
 FIELDS = {"title", "description", "workload", "compare", "params", "metrics", "margin", "confidence", "method",
           "trial_s", "warmup_s", "budget", "disturbance", "mtu", "target", "quantile", "profile", "family",
-          "pin", "variants"}
-BUDGET_FIELDS = {"min_pairs", "max_pairs", "max_seconds", "max_discarded"}
+          "pin", "variants", "report"}
+BUDGET_FIELDS = {"min_pairs", "max_pairs", "max_seconds", "max_discarded", "look_every"}
+#: what a paired gate reports next to what it judges, when its profile names no ``report`` list: the rate
+#: and the cost of the same trials, so a reader sees both (issue 17)
+RATE_AND_COST = ("throughput", "transactions", "cpu_per_unit")
 DIST_FIELDS = {"max_steal_fraction", "max_steal_gap", "max_foreign_gap", "enabled"}
 
 
@@ -107,7 +110,8 @@ class GateProfile:
 
     def as_dict(self) -> dict:
         return {"gate": self.gate, "variant": self.variant, "workload": self.workload, "compare": self.compare,
-                "params": self.params, "metrics": [m.name for m in self.metrics],
+                "params": self.params, "metrics": [m.name for m in self.metrics if m.judged],
+                "report": [m.name for m in self.metrics if not m.judged],
                 "margin": self.metrics[0].margin if self.metrics else None, "confidence": self.confidence,
                 "method": self.method, "trial_s": self.trial_s, "warmup_s": self.warmup_s,
                 "budget": self.budget.__dict__, "disturbance": self.disturbance.__dict__, "mtu": self.mtu,
@@ -154,6 +158,13 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
     if bad_params:
         raise _bad(path, f"{where}.params", f"unknown {sorted(bad_params)} for workload {wl}",
                    f"use {sorted(w['params']) or 'none'}")
+    if params.get("interleave", "trials") not in ("trials", "slices"):
+        raise _bad(path, f"{where}.params.interleave", f"{params['interleave']!r}", "use trials or slices")
+    if params.get("interleave") == "slices":
+        if params.get("mode") not in ("rr", "str") or compare not in ("family", "dstopts") or params.get("pairs", 1) != 1:
+            raise _bad(path, f"{where}.params.interleave", "slices alternate one rr or str connection per arm of a "
+                       "family or dstopts comparison", "use interleave: trials here, or mode rr/str with pairs 1")
+        _num(path, f"{where}.params.slice_s", params.get("slice_s", 0.05), 0.005, 10)
     margin = _num(path, f"{where}.margin", spec.get("margin", 0.03), 0.001, 0.5)
     confidence = _num(path, f"{where}.confidence", spec.get("confidence", 0.95), 0.5, 0.999)
     method = spec.get("method", "wilcoxon")
@@ -178,13 +189,26 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
         metrics.append(Metric(n, unit, higher, margin, t, quantile))
     if compare != "parity" and not metrics:
         raise _bad(path, f"{where}.metrics", "no metric is judged", f"list some of {sorted(w['metrics'])}")
+    report = spec.get("report")
+    if report is None:
+        report = [n for n in RATE_AND_COST if n in w["metrics"] and n not in names] \
+            if compare in COMPARE_ARMS and "cpu_per_unit" in w["metrics"] else []
+    if not isinstance(report, list) or any(n not in w["metrics"] or n in names for n in report):
+        raise _bad(path, f"{where}.report", f"{report!r} is not a list of other metrics of workload {wl}",
+                   f"use some of {sorted(set(w['metrics']) - set(names))}")
+    if report and compare not in COMPARE_ARMS:
+        raise _bad(path, f"{where}.report", "only a paired gate reports extra metrics", "remove report:")
+    for n in report:
+        unit, higher = w["metrics"][n]
+        metrics.append(Metric(n, unit, higher, margin, None, quantile, judged=False))
     b = dict(spec.get("budget") or {})
     if set(b) - BUDGET_FIELDS:
         raise _bad(path, f"{where}.budget", f"unknown {sorted(set(b) - BUDGET_FIELDS)}", f"use {sorted(BUDGET_FIELDS)}")
     budget = Budget(min_pairs=_num(path, f"{where}.budget.min_pairs", b.get("min_pairs", 6), 2, 1000, int),
                     max_pairs=_num(path, f"{where}.budget.max_pairs", b.get("max_pairs", 30), 2, 10000, int),
                     max_seconds=_num(path, f"{where}.budget.max_seconds", b.get("max_seconds", 120), 1, 86400),
-                    max_discarded=_num(path, f"{where}.budget.max_discarded", b.get("max_discarded", 10), 0, 10000, int))
+                    max_discarded=_num(path, f"{where}.budget.max_discarded", b.get("max_discarded", 10), 0, 10000, int),
+                    look_every=_num(path, f"{where}.budget.look_every", b.get("look_every", 2), 1, 1000, int))
     if budget.max_pairs < budget.min_pairs:
         raise _bad(path, f"{where}.budget", f"max_pairs {budget.max_pairs} < min_pairs {budget.min_pairs}",
                    "raise max_pairs")
@@ -208,10 +232,14 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
         raise _bad(path, f"{where}.family", f"{family!r}", "use v4 or v6 (or leave it out)")
     if compare in ("offload",) and family is None:
         raise _bad(path, f"{where}.family", "an offload comparison runs in one family", "write family: v4 or v6")
+    trial_s = _num(path, f"{where}.trial_s", spec.get("trial_s", 2.0), 0 if compare in ("target", "parity") else 0.05, 600)
+    if params.get("interleave") == "slices" and trial_s < 2 * float(params.get("slice_s", 0.05)):
+        raise _bad(path, f"{where}.trial_s", f"{trial_s:g} s holds no AB slice pair of {params.get('slice_s', 0.05)} s",
+                   "make trial_s at least twice slice_s")
     return GateProfile(
         gate=gate, variant=variant, title=str(spec.get("title", "")), description=str(spec.get("description", "")),
         workload=wl, compare=compare, params=params, metrics=metrics, confidence=confidence, method=method,
-        trial_s=_num(path, f"{where}.trial_s", spec.get("trial_s", 2.0), 0 if compare in ("target", "parity") else 0.05, 600),
+        trial_s=trial_s,
         warmup_s=_num(path, f"{where}.warmup_s", spec.get("warmup_s", 0.2), 0, 60), budget=budget,
         disturbance=policy, mtu=mtu, profile=profile, family=family, pin=bool(spec.get("pin", False)), raw=spec)
 

@@ -168,7 +168,11 @@ def numbers_table(dec: dict) -> str:
             "<th>decision</th></tr>")
     foot = (f"<p class=meta>{dec.get('kept')} kept, {dec.get('discarded')} discarded as disturbed; "
             f"{dec.get('traffic_s')} s of traffic, {dec.get('wall_s')} s wall; {_e(dec.get('confidence'))} "
-            f"{_e(dec.get('method'))} interval; stop: {_e(dec.get('stop'))}</p>")
+            f"{_e(dec.get('method'))} interval"
+            + (f" ({_e(dec.get('per_look_confidence'))} at each of up to {_e(dec.get('looks_planned'))} looks)"
+               if (dec.get('looks_planned') or 1) > 1 else "")
+            + f"; order {_e(dec.get('order'))}; decided by: {_e(', '.join(dec.get('decided_by') or []) or 'nothing')}"
+            f"; stop: {_e(dec.get('stop'))}</p>")
     return head + "".join(rows) + "</table>" + foot
 
 

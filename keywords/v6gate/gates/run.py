@@ -46,10 +46,20 @@ def run_gate(t, gate: str) -> Outcome:
         try:
             dec = PairedComparison(arms=prof.arms, metrics=prof.metrics, measure=measure, budget=prof.budget,
                                    policy=prof.disturbance, method=prof.method, confidence=prof.confidence,
-                                   rng=random.Random(), on_trial=lambda tr: _note_trial(t, tr)).run()
+                                   rng=random.Random(), on_trial=lambda tr: _note_trial(t, tr),
+                                   measure_pair=_pair_fn(prof, bench)).run()
         finally:
             cleanup()
     return _outcome(t, prof, dec)
+
+
+def _pair_fn(prof: GateProfile, bench: Bench):
+    """Both arms in one finely alternated trial (params.interleave: slices), or None."""
+    if prof.params.get("interleave", "trials") != "slices":
+        return None
+    size = int(prof.params.get("dstopts", 8))
+    return lambda order: workloads.loadgen_alternate(bench, prof, order, compare=prof.compare,
+                                                      family=prof.family or "v6", dstopts=size)
 
 
 def _measure_fn(t, prof: GateProfile, bench: Bench):
@@ -111,7 +121,10 @@ def _outcome(t, prof: GateProfile, dec: GateDecision, extra: str = "") -> Outcom
 
 
 def _expected(prof: GateProfile) -> str:
-    rules = [m.describe_threshold(tuple(_arm_label(prof, a) for a in prof.arms)) for m in prof.metrics]
+    rules = [m.describe_threshold(tuple(_arm_label(prof, a) for a in prof.arms)) for m in prof.metrics if m.judged]
+    reported = [m.name for m in prof.metrics if not m.judged]
+    if reported:
+        rules[-1] += f" ({', '.join(reported)} reported too, not judged)"
     b = prof.budget
     return (f"{prof.title or prof.key}: {'; '.join(rules)}, decided on a {prof.confidence * 100:g}% "
             f"{prof.method if prof.compare != 'target' else 'order-statistics'} interval within {b.max_pairs} "

@@ -305,3 +305,27 @@ def decide(low: float, high: float, threshold: float, higher_is_better: bool) ->
     if low > threshold:
         return "FAIL"
     return None
+
+
+# -- sequential looks -----------------------------------------------------------------------------
+#: Pocock's constant boundary for K equally spaced looks at an overall two-sided 5 % (Pocock 1977,
+#: Table 1; Jennison & Turnbull 2000, Table 2.1): the critical |z| at every look.
+POCOCK_05 = {1: 1.960, 2: 2.178, 3: 2.289, 4: 2.361, 5: 2.413, 6: 2.453, 7: 2.485, 8: 2.512, 9: 2.535,
+             10: 2.555, 11: 2.572, 12: 2.588, 15: 2.626, 20: 2.672}
+
+
+def normal_cdf(z: float) -> float:
+    return 0.5 * (1 + math.erf(z / math.sqrt(2)))
+
+
+def per_look_confidence(confidence: float, looks: int) -> float:
+    """The confidence of the interval used at each of ``looks`` planned looks
+    so that the whole sequential test keeps about ``confidence`` (Pocock's
+    constant boundary; its 5 % constants scaled to other levels by the ratio
+    of their normal quantiles, an approximation that ``v6gate calibrate``
+    checks on the bench).  One look: ``confidence`` itself."""
+    if looks <= 1:
+        return confidence
+    k = max(x for x in POCOCK_05 if x <= looks)
+    z = normal_ppf(1 - (1 - confidence) / 2) * POCOCK_05[k] / 1.960
+    return 2 * normal_cdf(z) - 1
