@@ -3,7 +3,7 @@
 The storage daemons (tgtd, rpcbind, nfs-ganesha, smbd; smbclient on the
 client side) keep sockets, pid files and databases in fixed host
 directories.  The lab runs them in private mount namespaces with tmpfs over
-those directories (lab/services/storage.py), so after a lab nothing may
+those directories (lab/hostpaths.py), so after a lab nothing may
 appear here, nor may any of those tmpfs mounts be visible on the host.
 """
 
@@ -20,7 +20,7 @@ DAEMON_FILES = [
     "/run/samba/*.tdb", "/run/samba/*.pid", "/run/samba/msg.*", "/run/samba/ncalrpc",
     "/var/lib/samba/*.tdb", "/var/lib/samba/private/*.tdb", "/var/cache/samba/*.tdb",
 ]
-#: the source name of every tmpfs the lab's isolation mounts (services/storage.py)
+#: the source name of every tmpfs and overlay the isolation mounts (lab/hostpaths.py)
 MOUNT_TAG = "v6gate-"
 
 

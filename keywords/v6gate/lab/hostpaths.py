@@ -1,6 +1,8 @@
-"""Private host paths for a lab daemon: the one way the lab keeps a daemon's
-fixed host paths (/run/<daemon>, /var/lib/<daemon>, /etc/resolv.conf, ...)
-away from the host and from other labs.
+"""Private host paths for a daemon or client program: the one way v6gate
+keeps a program's fixed host paths (/run/<daemon>, /var/lib/<daemon>,
+/etc/resolv.conf, ...) away from the host and from other labs.  Used by the
+lab's dhcpcd, the storage daemons (tgtd, rpcbind, nfs-ganesha, smbd) and
+the storage checks' smbclient.
 
 A daemon that insists on a compiled-in path runs in a private mount
 namespace (``unshare --mount``, propagation private) in which each such path
@@ -14,7 +16,11 @@ with ``mount point does not exist``.
 
 Order inside the namespace: binds first (their sources may live under a
 path a tmpfs is about to hide, such as the lab's own /run/v6gate), then
-the tmpfs mounts, then directories inside those tmpfs.
+the tmpfs mounts, then directories inside those tmpfs, then the one
+``keep`` directory (the lab's work directory, which a tmpfs over /run
+hides) bound back at its own path: the shell holds it as its working
+directory while the tmpfs goes over it.  Every tmpfs and overlay is named
+``v6gate-private`` so the leftover checks can look for them.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ class PrivatePaths:
     scratch: Path
     binds: list[tuple[Path, Path]] = field(default_factory=list)
     tmpfs_dirs: list[tuple[Path, list[Path]]] = field(default_factory=list)
+    kept: Path | None = None
 
     def bind(self, source: Path | str, target: Path | str) -> PrivatePaths:
         """``target`` shows ``source`` (a directory or a file of the lab)."""
@@ -60,6 +67,14 @@ class PrivatePaths:
             if not _under(d, target):
                 raise LabError(f"private tmpfs {target}: {d} is not under it")
         self.tmpfs_dirs.append((target, subs))
+        return self
+
+    def keep(self, directory: Path | str) -> PrivatePaths:
+        """``directory`` (the lab's work directory) stays visible at its path
+        even where a private tmpfs covers it; one per namespace."""
+        if self.kept is not None:
+            raise LabError(f"private paths: {self.kept} is already kept; keep one directory")
+        self.kept = Path(directory)
         return self
 
     def _mount_point(self, target: Path, is_file: bool, n: int) -> list[str]:
@@ -87,6 +102,11 @@ class PrivatePaths:
         q = shlex.quote
         cmds = ["mount --make-rprivate /"]
         hidden = [t for t, _ in self.tmpfs_dirs]
+        hold = self.kept is not None and any(_under(self.kept, h) for h in hidden)
+        if hold:
+            if not self.kept.is_dir():
+                raise LabError(f"private paths: the kept directory {self.kept} does not exist")
+            cmds.insert(0, f"cd {q(str(self.kept))}")
         for n, (src, dst) in enumerate(self.binds):
             if not src.exists():
                 raise LabError(f"private path {dst}: its source {src} does not exist")
@@ -96,12 +116,19 @@ class PrivatePaths:
             cmds.append(f"mount --bind {q(str(src))} {q(str(dst))}")
         for target, subs in self.tmpfs_dirs:
             cmds += self._mount_point(target, False, len(self.binds) + len(cmds))
-            cmds.append(f"mount -t tmpfs -o mode=0755 v6gate-private {q(str(target))}")
+            cmds.append(f"mount -t tmpfs -o size=64m,mode=0755 v6gate-private {q(str(target))}")
             cmds += [f"mkdir -p {q(str(d))}" for d in subs]
+        if hold:  # '.' is the kept directory as it was before the tmpfs hid it
+            cmds += [f"mkdir -p {q(str(self.kept))}", f"mount --no-canonicalize --bind . {q(str(self.kept))}", "cd /"]
         return cmds
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` run in the private mount namespace (exec'd: signals reach it)."""
         need(argv[0])  # the wrapper's own argv[0] is unshare: say which program is missing
-        script = " && ".join([*self.script(), "exec " + shlex.join(argv)])
+        return self.wrap_shell("exec " + shlex.join(argv))
+
+    def wrap_shell(self, line: str) -> list[str]:
+        """A shell ``line`` (ending in ``exec program``) run in the private mount namespace."""
+        need("unshare")
+        script = " && ".join([*self.script(), line])
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]

@@ -28,17 +28,17 @@ from scapy.layers.inet6 import IPv6
 
 from ...core.context import NotApplicable
 from ...errors import BenchError
+from ...lab.hostpaths import PrivatePaths
 from ...net import match as M
 from ...paths import ROOT
-from ...util.isolate import isolated
 from ...util.proc import in_ns, need
 from ..v6only import ipv4_summary
 
 #: USGv6-style capability label -> the ``protocol`` of a target file's service entry, default port
 PROTOCOLS = {"iSCSI": ("iscsi", 3260), "NFS": ("nfs", 2049), "SMB": ("smb", 445), "NVMe-TCP": ("nvme-tcp", 4420)}
 INITIATOR = "iqn.2026-11.test.v6gate:initiator"
-#: host directories smbclient writes (lab-notes: /run/samba/gencache.tdb)
-SMB_CLIENT_DIRS = ["/run/samba", "/var/lib/samba", "/var/cache/samba"]
+#: host directories smbclient writes besides /run/samba (lab-notes: /run/samba/gencache.tdb)
+SMB_CLIENT_DIRS = ("/var/lib/samba", "/var/cache/samba")
 LAB_CLIENT_SERVICES = {"storage-client", "hub"}
 
 
@@ -66,16 +66,14 @@ class Client:
         return self.run([sys.executable, "-m", module, *args], timeout, env={"PYTHONPATH": pypath})
 
     def smbclient(self, args: list[str], timeout: float) -> tuple[int | None, str, str]:
-        need("smbclient")
-        need("unshare")
-        script = "exec smbclient " + " ".join(_q(a) for a in args)
-        return self.run(isolated(SMB_CLIENT_DIRS, script, self.workdir), timeout)
+        return self.run(self.smbclient_argv(args), timeout)
 
-
-def _q(s: str) -> str:
-    import shlex
-
-    return shlex.quote(s)
+    def smbclient_argv(self, args: list[str]) -> list[str]:
+        """smbclient in a private mount namespace: its gencache and state stay off the host."""
+        private = PrivatePaths(self.workdir / "smbclient-private").tmpfs("/run", mkdirs=("/run/samba",))
+        for sub in SMB_CLIENT_DIRS:
+            private.tmpfs(sub)
+        return private.keep(self.workdir).wrap(["smbclient", *args])
 
 
 def _text(b) -> str:

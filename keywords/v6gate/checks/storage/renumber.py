@@ -96,10 +96,7 @@ def session_survives_address_deprecation(t):
     # smbclient takes one line per wake-up of its event loop: each line goes in once the last one acted
     second = f"get {name} {back}\n"
     share = svc.get("share") or "v6gate"
-    from ...util.isolate import isolated
-
-    argv = isolated(C.SMB_CLIENT_DIRS, " ".join(["exec smbclient", "-N", f"//{dut}/{share}", "-m", "SMB3", "-p",
-                                                  str(port), "-t", "5"]), cl.workdir)
+    argv = cl.smbclient_argv(["-N", f"//{dut}/{share}", "-m", "SMB3", "-p", str(port), "-t", "5"])
     since = t.port.now()
     proc = subprocess.Popen(in_ns(cl.netns, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

@@ -12,12 +12,14 @@
   (libiscsi, libnfs, smbclient) the storage checks run.
 
 Host paths (lab-notes §8): every daemon runs in a private mount namespace
-(``unshare -m``) with a tmpfs over /run (tgtd's control socket, rpcbind's
-socket and state, ganesha's /run/ganesha) and over the other host
-directories it writes (/var/lib/nfs, samba's /var/lib, /var/cache and /run
-directories); their files live in the lab's work directory.  Stopping a
-service kills its process group (tgtd ignores SIGTERM while targets exist);
-the private mounts vanish with the processes.
+(``lab/hostpaths.py``, the lab's one isolation helper) with a tmpfs over
+/run (tgtd's control socket, rpcbind's socket and state, ganesha's
+/run/ganesha, samba's /run/samba) and over the other host directories it
+writes (samba's /var/lib, /var/cache and /var/log directories), and
+/var/lib/nfs bound to a directory of the lab; a mount point the host lacks
+is made in a private overlay, never on the host.  Stopping a service kills
+its process group (tgtd ignores SIGTERM while targets exist); the private
+mounts vanish with the processes.
 """
 
 from __future__ import annotations
@@ -29,18 +31,14 @@ import time
 
 from ...errors import LabError
 from ...paths import ROOT
-from ...util.isolate import isolated
 from ...util.proc import ip_batch, run
 from ..daemon import Daemon
+from ..hostpaths import PrivatePaths
 from . import Service, service
 from .perf import PerfPeer
 
-#: host directories each daemon could write, hidden behind a tmpfs in its private mount namespace
-PRIVATE_DIRS = {
-    "tgt": ["/run"],
-    "nfs-ganesha": ["/run", "/var/lib/nfs"],
-    "samba": ["/run/samba", "/var/lib/samba", "/var/cache/samba", "/var/log/samba"],
-}
+#: host directories samba writes besides /run/samba, hidden behind a tmpfs in its private mount namespace
+SAMBA_DIRS = ("/var/lib/samba", "/var/cache/samba", "/var/log/samba")
 IQN_PREFIX = "iqn.2026-11.test.v6gate"
 
 
@@ -67,6 +65,12 @@ class _StorageService(Service):
         d = self.lab.workdir / f"{self.node}-{self.sid}"
         d.mkdir(parents=True, exist_ok=True)
         return str(d)
+
+    def private(self, run_dirs: tuple[str, ...] = ()) -> PrivatePaths:
+        """The daemon's private mounts: a tmpfs over /run (with ``run_dirs`` made
+        in it) and the lab's work directory kept visible."""
+        return (PrivatePaths(self.lab.workdir / f"{self.node}-{self.sid}-private")
+                .tmpfs("/run", mkdirs=run_dirs).keep(self.lab.workdir))
 
     def write_helpers(self) -> None:
         """``{lab_dir}/<node>-<id>-exec CMD...`` runs CMD where the daemon lives
@@ -97,8 +101,8 @@ class Tgt(_StorageService):
             f.truncate(int(p["lun_mb"]) << 20)
         # a control port unique to this lab (tgtd's socket path is per port; lab-notes §8)
         self.control_port = 1000 + int.from_bytes(os.urandom(2), "big") % 30000  # tgtd accepts up to 32767
-        argv = isolated(PRIVATE_DIRS["tgt"], "exec tgtd -f -C {} --iscsi portal={}:{}".format(
-            self.control_port, p["portal"], p["port"]), self.lab.workdir)
+        argv = self.private().wrap(["tgtd", "-f", "-C", str(self.control_port), "--iscsi",
+                                    f"portal={p['portal']}:{p['port']}"])
         dmn = Daemon("tgtd", argv, self.ns, self.lab.workdir / f"{self.node}-tgtd.log").start()
         self.daemons = [dmn]
         _wait_for(lambda: listening(self.ns, p["port"]), 10, "tgtd", dmn)
@@ -143,14 +147,14 @@ class Ganesha(_StorageService):
         self.export_path = export
         v3 = "3" in str(p["protocols"]).replace(" ", "").split(",")
         # NFSv3 needs an rpcbind; it runs in this private /run (lab-notes: its socket is /run/rpcbind.sock)
-        rpcbind = ("mkdir -p /run/rpcbind && rpcbind -f -w & "
+        rpcbind = ("rpcbind -f -w & "
                    "i=0; while [ ! -S /run/rpcbind.sock ] && [ $i -lt 200 ]; do sleep 0.02; i=$((i+1)); done; "
                    if v3 else "")
-        script = (f"mount --bind {shlex.quote(os.path.join(d, 'varlibnfs'))} /var/lib/nfs && mkdir -p /run/ganesha "
-                  f"&& {{ {rpcbind}exec ganesha.nfsd -F -f {shlex.quote(conf)} -L /dev/stdout "
-                  f"-p /run/ganesha/ganesha.pid; }}")
-        dmn = Daemon("ganesha.nfsd", isolated(PRIVATE_DIRS["nfs-ganesha"], script, self.lab.workdir), self.ns,
-                     self.lab.workdir / f"{self.node}-ganesha.log").start()
+        line = (f"{{ {rpcbind}exec ganesha.nfsd -F -f {shlex.quote(conf)} -L /dev/stdout "
+                f"-p /run/ganesha/ganesha.pid; }}")
+        private = self.private(("/run/ganesha", "/run/rpcbind") if v3 else ("/run/ganesha",))
+        argv = private.bind(os.path.join(d, "varlibnfs"), "/var/lib/nfs").wrap_shell(line)
+        dmn = Daemon("ganesha.nfsd", argv, self.ns, self.lab.workdir / f"{self.node}-ganesha.log").start()
         self.daemons = [dmn]
         _wait_for(lambda: listening(self.ns, p["nfs_port"]), 15, "nfs-ganesha", dmn)
         self.write_helpers()
@@ -169,9 +173,11 @@ class Samba(_StorageService):
                            path=os.path.join(d, "share"), interfaces=p["interfaces"] or self.ifname(),
                            bind_only=p["bind_only"])
         self.conf = conf
-        script = f"exec smbd --foreground --no-process-group -s {shlex.quote(conf)} --debug-stdout"
-        dmn = Daemon("smbd", isolated(PRIVATE_DIRS["samba"], script, self.lab.workdir), self.ns,
-                     self.lab.workdir / f"{self.node}-smbd.log").start()
+        private = self.private(("/run/samba",))
+        for sub in SAMBA_DIRS:
+            private.tmpfs(sub)
+        argv = private.wrap(["smbd", "--foreground", "--no-process-group", "-s", conf, "--debug-stdout"])
+        dmn = Daemon("smbd", argv, self.ns, self.lab.workdir / f"{self.node}-smbd.log").start()
         self.daemons = [dmn]
         _wait_for(lambda: listening(self.ns, 445), 15, "smbd", dmn)
         self.write_helpers()
