@@ -119,3 +119,25 @@ def test_every_gate_variant_runs_end_to_end(tmp_path):
     for c in results["checks"]:
         if c["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE") and "decision" in c["measurements"]:
             assert c["measurements"]["decision"]["trials"]
+
+
+STORAGE_OFFLOAD = [("perf.iscsi_offload_on_is_not_worse_than_off", "256k_read"),
+                   ("perf.nfs_offload_on_is_not_worse_than_off", "64k_write")]
+
+
+@pytest.mark.parametrize("check_id,variant", STORAGE_OFFLOAD, ids=[f"{c}#{v}" for c, v in STORAGE_OFFLOAD])
+def test_storage_offload_gate_fails_when_large_segments_are_slow(gate_session, check_id, variant):
+    """Storage I/O with offload on vs off (issue 11): under the large-segment handicap in both directions
+    (reads: DUT to client; writes: client to DUT) the on arm is the slow one and the gate FAILs on MB/s;
+    on the healthy lab it does not FAIL (offload on moves more MB/s at less CPU per MB here)."""
+    c = find(check_id)
+    part = c.part(variant)
+    bad = gate_session.run(c, part, fault=c.fault_of(part), setup="gate-fault")
+    assert bad.verdict == "FAIL", bad.reason
+    dec = bad.measurements["decision"]
+    assert dec["metrics"]["throughput"]["interval"]["high"] < 0.5, dec["metrics"]["throughput"]
+    assert {t["arm"] for t in dec["trials"]} == {"on", "off"}
+    raw = [t["raw"] for t in dec["trials"]]
+    assert all(r["iops"] >= 0 and "client_cpu_pct" in r and "server_cpu_pct" in r for r in raw), raw[0]
+    ok = gate_session.run(c, part, setup="gate-healthy")
+    assert ok.verdict in ("PASS", "INCONCLUSIVE"), ok.reason

@@ -253,3 +253,36 @@ def ipv6_nfs_sequential_io_is_not_slower_than_ipv4(t):
     sequential read and write, must move as many MB/s and IOPS over IPv6 as
     over IPv4, at no more CPU."""
     return run_gate(t, "storage_nfs_seq")
+
+
+@check(
+    title="Offload on is not worse than offload off for block storage (iSCSI) over IPv6",
+    rfc="RFC 7143 §4.2 (iSCSI over TCP); RFC 8200 §8.1 (upper-layer checksums, offloaded or not); "
+        "RFC 9293 §3.7.1 (segmentation)",
+    expect="over IPv6, with TSO/GSO/GRO and checksum offload on, sequential iSCSI MB/s at least (1 - margin) x "
+           "off and CPU ms per MB at most (1 + margin) x off, at 64 KiB and 256 KiB blocks",
+    fault="dut_large_segments_slowed_both_ways",
+    parts=_parts("storage_iscsi_offload"),
+    **{**FAMILY, "capabilities": ["iSCSI"], "dut_config": "storage-perf"},
+)
+def iscsi_offload_on_is_not_worse_than_off(t):
+    """Storage vendor's study, offload question: with the NIC's offloads on,
+    block storage over IPv6 must move at least as many MB/s at no more CPU
+    per MB as with them off; an offload path that is slow for IPv6's large
+    segments shows here."""
+    return run_gate(t, "storage_iscsi_offload")
+
+
+@check(
+    title="Offload on is not worse than offload off for file storage (NFSv3) over IPv6",
+    rfc="RFC 1813 §3.3.6-7 (NFSv3 READ/WRITE); RFC 8200 §8.1 (upper-layer checksums, offloaded or not); "
+        "RFC 9293 §3.7.1 (segmentation)",
+    expect="over IPv6, with TSO/GSO/GRO and checksum offload on, sequential NFSv3 MB/s at least (1 - margin) x "
+           "off and CPU ms per MB at most (1 + margin) x off, at 64 KiB and 256 KiB blocks",
+    fault="dut_large_segments_slowed_both_ways",
+    parts=_parts("storage_nfs_offload"),
+    **{**FAMILY, "capabilities": ["NFS"], "dut_config": "storage-perf"},
+)
+def nfs_offload_on_is_not_worse_than_off(t):
+    """Storage vendor's study, offload question, for file storage over IPv6."""
+    return run_gate(t, "storage_nfs_offload")

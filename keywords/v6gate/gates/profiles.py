@@ -53,13 +53,13 @@ WORKLOADS: dict[str, dict] = {
     # storage: sequential iSCSI READ(10)/WRITE(10) (net/iscsi.py) and NFSv3 READ/WRITE (net/nfs.py, libnfs)
     # of bs-byte blocks
     "iscsi_seq": {
-        "compare": {"family"},
+        "compare": {"family", "offload"},
         "metrics": {"throughput": ("MB/s", True), "transactions": ("IOPS", True),
                     "cpu_per_unit": ("CPU ms per MB", False)},
         "params": {"bs", "rw"},
     },
     "nfs_seq": {
-        "compare": {"family"},
+        "compare": {"family", "offload"},
         "metrics": {"throughput": ("MB/s", True), "transactions": ("IOPS", True),
                     "cpu_per_unit": ("CPU ms per MB", False)},
         "params": {"bs", "rw"},

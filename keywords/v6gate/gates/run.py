@@ -90,9 +90,9 @@ def _measure_fn(t, prof: GateProfile, bench: Bench):
             if state["on"] != want:
                 bench.set_offloads(want, saved)
                 state["on"] = want
-            if wl == "loadgen":
-                return workloads.loadgen(bench, prof, prof.family, baseline=arm == "off")
-            return workloads.iperf3(bench, prof, prof.family, baseline=arm == "off")
+            fn = {"loadgen": workloads.loadgen, "iscsi_seq": workloads.iscsi_seq,
+                  "nfs_seq": workloads.nfs_seq}.get(wl, workloads.iperf3)
+            return fn(bench, prof, prof.family, baseline=arm == "off")
 
         def cleanup() -> None:
             if not state["on"]:

@@ -10,7 +10,7 @@ entry with a reason and one or more mechanisms:
       sysctl: {net.ipv6.conf.{dut_if}.dad_transmits: 0}    # after the DUT is up
       boot_sysctl: {net.ipv6.conf.default.accept_dad: 0}   # before its interface exists
       tc: ["qdisc add dev {dut_if} root ..."]              # tc commands in the DUT namespace
-      switch_tc: ["..."]                                   # tc on the DUT's switch port ({dut_port})
+      switch_tc: ["..."]                                   # tc on the DUT's switch port ({dut_port}) or the peer's ({peer_port})
       commands: ["ip link set {dut_if} mtu 1400"]          # shell commands in the DUT namespace
       impostor: {rule: answer_invalid_ns}                   # a responder on the DUT's link
       repair: {rule: nd_validity}                           # repairs invalid messages before the DUT's kernel
@@ -139,12 +139,15 @@ def get_fault(name: str) -> Fault:
 
 class AppliedFault:
     """A fault in force on a lab; ``remove()`` stops its impostor and its
-    repairer (the DUT rebuild that follows removes everything else)."""
+    repairer and deletes the qdiscs it put on switch ports other than the
+    DUT's (the DUT rebuild that follows removes everything else, its own
+    switch port included)."""
 
-    def __init__(self, fault: Fault, impostor=None, repairer=None):
+    def __init__(self, fault: Fault, impostor=None, repairer=None, switch_qdiscs: tuple[str, list[str]] | None = None):
         self.fault = fault
         self.impostor = impostor
         self.repairer = repairer
+        self.switch_qdiscs = switch_qdiscs  # (switch namespace, ports whose root qdisc the fault added)
 
     def counters(self, ns: str | None = None) -> dict:
         """What the fault did so far: frames its impostor sent, packets its
@@ -166,6 +169,27 @@ class AppliedFault:
         if self.repairer is not None:
             self.repairer.stop()
             self.repairer = None
+        if self.switch_qdiscs:
+            _del_root_qdiscs(*self.switch_qdiscs)
+            self.switch_qdiscs = None
+
+
+def _other_switch_ports(fault: Fault, values: dict) -> list[str]:
+    """Switch ports, other than the DUT's (rebuilt with the DUT), on which the fault adds a root qdisc."""
+    out = []
+    for cmd in fault.switch_tc:
+        w = _fmt(cmd, values).split()
+        if w[:2] == ["qdisc", "add"] and "root" in w and "dev" in w:
+            dev = w[w.index("dev") + 1]
+            if dev != values["dut_port"] and dev not in out:
+                out.append(dev)
+    return out
+
+
+def _del_root_qdiscs(ns: str, ports: list[str]) -> None:
+    for dev in ports:
+        with contextlib.suppress(V6GateError):
+            run(["tc", "qdisc", "del", "dev", dev, "root"], ns=ns, check=False, what=f"remove the fault's qdisc on {dev}")
 
 
 def nft_counter_packets(ns: str) -> int | None:
@@ -197,9 +221,12 @@ def _fmt(text: str, values: dict) -> str:
 def apply_fault(lab, fault: Fault, dut_addresses: dict) -> AppliedFault:
     """Apply ``fault`` to a freshly reset lab DUT.  ``boot_sysctl`` must have
     been passed to the reset already (see Lab.reset_dut)."""
+    link = next(iter(lab.dut_node.ifaces))
     values = {
         "dut_if": lab.dut_ifname(),
-        "dut_port": lab._port_name(lab.dut_node.name, next(iter(lab.dut_node.ifaces))),
+        "dut_port": lab._port_name(lab.dut_node.name, link),
+        # the switch port of the peer node (the gates' and storage checks' client), on the DUT's link
+        "peer_port": lab._port_name("peer", link) if "peer" in lab.topology.nodes else "",
         "dut_mac": dut_addresses.get("mac", ""),
         "dut_ll": dut_addresses.get("link_local", ""),
         "prefix": dut_addresses.get("prefix", ""),
@@ -216,6 +243,7 @@ def apply_fault(lab, fault: Fault, dut_addresses: dict) -> AppliedFault:
             run(["nft", "-f", "-"], ns=ns, input=_fmt(fault.nft, values), what=f"fault {fault.name} (nft)")
         for cmd in fault.tc:
             run(["tc", *_fmt(cmd, values).split()], ns=ns, what=f"fault {fault.name} (tc)")
+        others = _other_switch_ports(fault, values)
         for cmd in fault.switch_tc:
             run(["tc", *_fmt(cmd, values).split()], ns=lab.switch_ns, what=f"fault {fault.name} (switch tc)")
         for cmd in fault.commands:
@@ -230,10 +258,12 @@ def apply_fault(lab, fault: Fault, dut_addresses: dict) -> AppliedFault:
             from .repair import Repairer
 
             repairer = Repairer(ns, lab.dut_ifname(), fault.repair, dut_addresses).start()
-        return AppliedFault(fault, impostor, repairer)
+        return AppliedFault(fault, impostor, repairer, (lab.switch_ns, others) if others else None)
     except LabError:
         raise
     except Exception as exc:
+        with contextlib.suppress(Exception):
+            _del_root_qdiscs(lab.switch_ns, _other_switch_ports(fault, values))
         with contextlib.suppress(Exception):
             lab.reset_dut()
         raise LabError(f"could not apply fault {fault.name}: {exc}") from None
