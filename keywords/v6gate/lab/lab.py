@@ -23,7 +23,7 @@ import shutil
 import time
 from pathlib import Path
 
-from ..errors import LabError
+from ..errors import BenchError, LabError
 from ..paths import STATE_DIR
 from ..util.proc import ip_batch, need, run
 from . import registry
@@ -282,6 +282,36 @@ class Lab:
         elif not on and s.running():
             self._paused.add("radvd")
             s.stop()
+
+    @contextlib.contextmanager
+    def link_mtu(self, mtu: int):
+        """The DUT's link at ``mtu`` for the body (jumbo frames): its bridge, every
+        switch port on it and every node interface on it, the DUT's included; then
+        back to the topology's MTU (raising: the switch first; lowering: the nodes
+        first, so that no port ever receives frames larger than its own MTU)."""
+        if self.external_dut:
+            raise LabError("the lab cannot change the MTU of a DUT it does not manage")
+        link = next(iter(self.dut_node.ifaces))
+        on_link = [(name, node.ifaces[link].ifname) for name, node in self.topology.nodes.items() if link in node.ifaces]
+
+        def switch(v: int) -> None:
+            ip_batch([*[f"link set {self._port_name(n, link)} mtu {v}" for n, _ in on_link],
+                      f"link set br-{link} mtu {v}"], self.switch_ns, what=f"switch MTU {v}")
+
+        def nodes(v: int) -> None:
+            for n, ifname in on_link:
+                run(["ip", "link", "set", ifname, "mtu", str(v)], ns=self.ns(n), what=f"MTU {v} on {n}")
+
+        base = self.topology.links[link].mtu
+        first, second = (switch, nodes) if mtu > base else (nodes, switch)
+        first(mtu)
+        second(mtu)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(BenchError):  # back the other way round
+                second(base)
+                first(base)
 
     # -- the DUT ------------------------------------------------------------
     def dut_ifname(self) -> str:

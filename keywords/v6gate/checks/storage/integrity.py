@@ -13,6 +13,8 @@ from . import _client as C
 
 #: bytes written and read back: many full-size segments at any MTU up to 9000
 PATTERN_BYTES = 4 << 20
+#: the jumbo MTU of parts E-G (the storage seed's host MTU)
+JUMBO = 9000
 
 
 def pattern(nbytes: int, seed: bytes) -> bytes:
@@ -53,6 +55,13 @@ def first_difference(a: bytes, b: bytes) -> str:
              rfc="RFC 8201 §4 (a node reduces its PMTU on Packet Too Big), §5.2; RFC 8200 §5",
              expect="a 4 MiB pattern written and read back through a router whose path to the client has a "
                     "1280-byte MTU compares equal: the DUT lowered its path MTU on the router's Packet Too Big"),
+        *[Part(letter, f"{title} with {JUMBO}-byte jumbo frames", proto=proto, jumbo=JUMBO, capabilities=[proto],
+               fault="dut_loses_full_size_ipv6_packets",
+               expect=f"with the link at MTU {JUMBO} (the lab raises its switch, the DUT and the client; a real "
+                      f"bench declares link.mtu {JUMBO}), a 4 MiB pattern written and read back compares equal, "
+                      f"the DUT's segments as large as the jumbo MTU allows")
+          for letter, title, proto in (("E", "NFSv3 (nfs-cp)", "NFS"), ("F", "SMB3 (smbclient put/get)", "SMB"),
+                                       ("G", "iSCSI (WRITE(10) and READ(10))", "iSCSI"))],
     ],
     capabilities=[], dut_config="storage",
 )
@@ -64,6 +73,21 @@ def data_reads_back_intact_at_link_mtu(t):
     dut, svc, port, cl = C.endpoint(t, t.p.proto, far=getattr(t.p, "far", False))
     if svc.get("writable") is False:
         raise C.NotApplicable(f"the target file says its {t.p.proto} service is not writable")
+    jumbo = getattr(t.p, "jumbo", None)
+    lab = getattr(t.session, "lab", None)
+    if not jumbo or (t.target.link_mtu or 0) >= jumbo:
+        return _transfer(t, dut, svc, port, cl, int(t.target.link_mtu) if t.target.link_mtu else None)
+    if lab is None or lab.external_dut:
+        raise C.NotApplicable(f"jumbo frames: the target's link MTU is {t.target.link_mtu}; set link.mtu: {jumbo} in "
+                              f"the target file when the DUT, its switch and the storage client carry {jumbo}-byte "
+                              "frames (the harness changes MTUs only on the lab)")
+    with lab.link_mtu(jumbo):
+        t.note(f"the lab's link (switch, DUT, client, tester) is at MTU {jumbo} for this part")
+        return _transfer(t, dut, svc, port, cl, jumbo)
+
+
+def _transfer(t, dut: str, svc: dict, port: int, cl, mtu: int | None):
+    """Write the pattern through the client, read it back, compare; the body of every part."""
     seed = secrets.token_bytes(8)
     data = pattern(PATTERN_BYTES, seed)
     name = f"v6gate-{seed.hex()}.bin"
@@ -121,7 +145,6 @@ def data_reads_back_intact_at_link_mtu(t):
         path = (f"; across the hop to {cl.address}: {len(ptb)} Packet Too Big to the DUT (MTU "
                 f"{', '.join(sorted({str(m) for m in ptb}))}) and the transfer went on" if ptb else
                 f"; no Packet Too Big seen on the link for the path to {cl.address}")
-    mtu = int(t.target.link_mtu) if t.target.link_mtu else None
     t.measure("largest_dut_packet_bytes", largest)
     t.measure("dut_mss", mss)
     t.measure("link_mtu", mtu)
