@@ -169,3 +169,25 @@ def test_impostor_answers_bad_checksums_over_ipv4_too():
     assert I.accepts_bad_transport_checksums(good, DUT_INFO, _impostor()) == []
     (reply,) = I.accepts_bad_transport_checksums(bad, DUT_INFO, _impostor())
     assert reply[IP].dst == "198.18.1.200" and reply[TCP].flags == "SA" and reply[TCP].ack == 8
+
+
+def _judge(segs):
+    st = SimpleNamespace(frames=[(0, ip, IPv6(ip)) for ip in segs])
+    return C._judge_segments(st, mss=100, pmtu=None, dstopts=False)
+
+
+def test_a_new_flow_label_on_new_data_fails():
+    segs = [_dut_segment(1 + 100 * i, b"d" * 100, fl=0x111 if i < 2 else 0x222) for i in range(4)]
+    problems, figures = _judge(segs)
+    assert problems == ["flow label changed: 2 flow labels, changed on new data at #3: 0x00111 -> 0x00222"], problems
+    assert figures["relabelled_at_retransmission"] == []
+
+
+def test_a_new_flow_label_on_a_timeout_retransmission_is_the_stack_rehashing_not_a_fault():
+    # data 1..401 sent with 0x111; the RTO retransmits from 201 with a new label (Linux txrehash), then new data
+    segs = [_dut_segment(1 + 100 * i, b"d" * 100) for i in range(4)]
+    segs += [_dut_segment(201, b"d" * 100, fl=0x222), _dut_segment(401, b"d" * 100, fl=0x222)]
+    problems, figures = _judge(segs)
+    assert problems == [], problems
+    assert figures["relabelled_at_retransmission"] == ["#5: 0x00111 -> 0x00222"]
+    assert figures["flow_labels"] == [0x111, 0x222]

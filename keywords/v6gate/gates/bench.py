@@ -152,9 +152,12 @@ class Bench:
     def pin_server(self, name: str, pinned: bool) -> None:
         """Lab only: the DUT's ``name`` server (all its threads, and the ones it starts later) on the
         last CPU, or on every CPU again."""
+        self.pin_pid(self.server_pids.get(name), pinned, name)
+
+    def pin_pid(self, pid: int | None, pinned: bool, name: str = "server") -> None:
+        """Lab only: process ``pid`` of the DUT (all its threads) on the last CPU, or on every CPU again."""
         import os
 
-        pid = self.server_pids.get(name)
         n = os.cpu_count() or 1
         if self.lab is None or not pid or n < 2:
             return

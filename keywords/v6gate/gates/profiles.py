@@ -56,13 +56,13 @@ WORKLOADS: dict[str, dict] = {
         "compare": {"family", "offload"},
         "metrics": {"throughput": ("MB/s", True), "transactions": ("IOPS", True),
                     "cpu_per_unit": ("CPU ms per MB", False)},
-        "params": {"bs", "rw"},
+        "params": {"bs", "rw", "interleave", "slice_s"},
     },
     "nfs_seq": {
         "compare": {"family", "offload"},
         "metrics": {"throughput": ("MB/s", True), "transactions": ("IOPS", True),
                     "cpu_per_unit": ("CPU ms per MB", False)},
-        "params": {"bs", "rw"},
+        "params": {"bs", "rw", "interleave", "slice_s"},
     },
 }
 COMPARE_ARMS = {"family": ("v4", "v6"), "offload": ("off", "on"), "dstopts": ("without", "with")}
@@ -160,7 +160,12 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
                    f"use {sorted(w['params']) or 'none'}")
     if params.get("interleave", "trials") not in ("trials", "slices"):
         raise _bad(path, f"{where}.params.interleave", f"{params['interleave']!r}", "use trials or slices")
-    if params.get("interleave") == "slices":
+    if params.get("interleave") == "slices" and wl in ("iscsi_seq", "nfs_seq"):
+        if compare != "family":
+            raise _bad(path, f"{where}.params.interleave", "slices alternate the two families' sessions in one "
+                       "client", "use interleave: trials for an offload comparison (offloads are per trial)")
+        _num(path, f"{where}.params.slice_s", params.get("slice_s", 0.1), 0.005, 10)
+    elif params.get("interleave") == "slices":
         if params.get("mode") not in ("rr", "str") or compare not in ("family", "dstopts") or params.get("pairs", 1) != 1:
             raise _bad(path, f"{where}.params.interleave", "slices alternate one rr or str connection per arm of a "
                        "family or dstopts comparison", "use interleave: trials here, or mode rr/str with pairs 1")

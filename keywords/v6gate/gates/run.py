@@ -57,6 +57,8 @@ def _pair_fn(prof: GateProfile, bench: Bench):
     """Both arms in one finely alternated trial (params.interleave: slices), or None."""
     if prof.params.get("interleave", "trials") != "slices":
         return None
+    if prof.workload in ("iscsi_seq", "nfs_seq"):
+        return lambda order: workloads.storage_alternate(bench, prof, order)
     size = int(prof.params.get("dstopts", 8))
     return lambda order: workloads.loadgen_alternate(bench, prof, order, compare=prof.compare,
                                                       family=prof.family or "v6", dstopts=size)

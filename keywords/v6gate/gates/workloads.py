@@ -243,11 +243,81 @@ def iscsi_seq(bench: Bench, prof: GateProfile, family: str, *, baseline: bool = 
 
 def nfs_seq(bench: Bench, prof: GateProfile, family: str, *, baseline: bool = False) -> Measure:
     """One trial: sequential bs-byte NFSv3 READ or WRITE of a file on the lab DUT's ganesha export."""
+    from ..net.nfs import prepare_read_files
+
     nfs = _lab_service(bench, "nfs-ganesha")
     p = prof.params
+    if p["rw"] == "read":
+        prepare_read_files(nfs.export_path, ["seq"])
     args = ["v6gate.net.nfs", "seq", bench.address(family), nfs.export_path, str(int(p["bs"])), p["rw"],
             f"{prof.trial_s:g}"]
     return _storage_trial(bench, prof, family, args, nfs.daemons[0].pid, baseline)
+
+
+def storage_alternate(bench: Bench, prof: GateProfile, order: tuple[str, str]) -> tuple[Measure, Measure]:
+    """One trial of both families on the iSCSI or NFS workload, two sessions (one per address) driven by one
+    client thread in ABBA slices of ``slice_s`` (net/alternate.py), as loadgen_alternate does for TCP.  CPU per
+    MB: the client thread's CPU while on that arm plus half the server's CPU of the trial (the server's time
+    cannot be split between interleaved arms; it is recorded per trial in raw)."""
+    import os
+    import sys
+
+    from ..checks.storage._client import INITIATOR
+    from ..paths import ROOT
+    from .disturbance import process_cpu_s
+
+    p = prof.params
+    slice_s = f"{float(p.get('slice_s', 0.1)):g}"
+    hosts = [bench.address(arm) for arm in order]
+    if prof.workload == "iscsi_seq":
+        svc = _lab_service(bench, "tgt")
+        args = ["v6gate.net.iscsi", "alt", *hosts, str(svc.params["port"]), INITIATOR, svc.params["iqn"], "1",
+                str(int(p["bs"])), p["rw"], f"{prof.trial_s:g}", slice_s]
+    else:
+        from ..net.nfs import prepare_read_files
+
+        svc = _lab_service(bench, "nfs-ganesha")
+        if p["rw"] == "read":
+            prepare_read_files(svc.export_path, ["arm0", "arm1"])
+        args = ["v6gate.net.nfs", "alt", *hosts, svc.export_path, str(int(p["bs"])), p["rw"], f"{prof.trial_s:g}",
+                slice_s]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "keywords")}
+    # pin (lab): the server on the last CPU, the client on CPU 0; unpinned, each session's server thread landed
+    # on the client's CPU or the other one, and an arm ran at 1x or 2x for a whole trial (NFS 256 KiB reads:
+    # 900 or 1,800 MB/s per arm, bimodal)
+    bench.pin_pid(svc.daemons[0].pid, prof.pin, svc.sid)
+    argv = [sys.executable, "-m", *args]
+    if prof.pin and bench.lab is not None:
+        argv = ["taskset", "-c", "0", *argv]
+    srv0 = process_cpu_s(svc.daemons[0].pid)
+    try:
+        cp = subprocess.run(bench.client.argv(argv), capture_output=True, text=True, env=env,
+                            timeout=prof.trial_s + 60)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"the {args[0]} client did not finish ({p['rw']} {p['bs']}, alternated)") from None
+    srv1 = process_cpu_s(svc.daemons[0].pid)
+    try:
+        r = json.loads(cp.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise BenchError(f"the {args[0]} client gave no figures (alternated): {cp.stderr.strip()[-200:]}") from None
+    if "error" in r:  # one session for both arms: a failure cannot be pinned on either, the bench stops
+        raise BenchError(f"the alternated {args[0]} trial failed ({' / '.join(hosts)}): {r['error']}")
+    server_cpu = (srv1 - srv0) if srv0 is not None and srv1 is not None else 0.0
+    out = []
+    for arm, a in zip(order, r["arms"]):
+        secs = max(a["seconds"], 1e-6)
+        mb = a["bytes"] / 1e6
+        cpu = a["cpu_s"] + server_cpu / 2
+        values = ({"throughput": mb / secs, "transactions": a["ops"] / secs, "cpu_per_unit": cpu * 1000 / mb}
+                  if mb else {"throughput": FLOOR, "transactions": FLOOR, "cpu_per_unit": 1 / FLOOR})
+        raw = {"tool": f"{args[0]} alt", "family": arm, "dst": hosts[order.index(arm)], "bs": p["bs"], "rw": p["rw"],
+               "ops": a["ops"], "bytes": a["bytes"], "seconds": round(secs, 4), "iops": round(a["ops"] / secs, 1),
+               "mb_s": round(mb / secs, 2), "slices": r["slices"], "slice_s": r["slice_s"],
+               "client_cpu_s": round(a["cpu_s"], 4), "server_cpu_s_trial": round(server_cpu, 4),
+               "client_cpu_pct": round(100 * a["cpu_s"] / secs, 1),
+               "server_cpu_pct": round(100 * server_cpu / (2 * secs), 1)}
+        out.append(Measure(values, secs, cpu, raw))
+    return out[0], out[1]
 
 
 def _lab_service(bench: Bench, kind: str):

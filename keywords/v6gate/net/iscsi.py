@@ -208,7 +208,11 @@ class Session:
     """One connection of a Normal session to ``iqn``, LUN ``lun``: enough of
     RFC 7143 to write and read blocks (R2T and Data-Out, Data-In)."""
 
-    def __init__(self, host: str, port: int, initiator: str, iqn: str, lun: int = 1, timeout: float = 10.0):
+    def __init__(self, host: str, port: int, initiator: str, iqn: str, lun: int = 1, timeout: float = 10.0,
+                 isid: bytes = b"\x00\x02\x3d\x00\x00\x01"):
+        # two sessions of one initiator at once need distinct ISIDs: the same (initiator, ISID) is a session
+        # reinstatement (RFC 7143 §6.3.5), and the target would drop the first
+        self.isid = isid
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         self.sock.connect((host, port))
@@ -230,8 +234,8 @@ class Session:
                 self.max_burst = int(v)
 
     def _login(self, flags: int, keys, tsih: int = 0) -> Pdu:
-        self.sock.sendall(pdu(OP_LOGIN_REQ, flags, tsih=tsih, cmdsn=self.cmdsn, expstatsn=self.expstatsn,
-                              data=keys_bytes(keys)))
+        self.sock.sendall(pdu(OP_LOGIN_REQ, flags, isid=self.isid, tsih=tsih, cmdsn=self.cmdsn,
+                              expstatsn=self.expstatsn, data=keys_bytes(keys)))
         rsp = read_pdu(self.sock)
         if rsp.opcode != OP_LOGIN_RSP or rsp.status != (0, 0):
             raise IscsiError(f"login refused: opcode 0x{rsp.opcode:02x} status {rsp.status} {parse_keys(rsp.data)}")
@@ -368,6 +372,38 @@ def sequential(host: str, port: int, initiator: str, iqn: str, lun: int, bs: int
     return {"ops": ops, "bytes": ops * bs, "seconds": elapsed, "cpu_s": cpu, "bs": bs, "rw": rw}
 
 
+def alternated(hosts: tuple[str, str], port: int, initiator: str, iqn: str, lun: int, bs: int, rw: str,
+               seconds: float, slice_s: float, span: int = 16 << 20) -> dict:
+    """Both arms (one session per address, each on its own ``span`` of the LUN) in ABBA slices
+    (net/alternate.py)."""
+    from .alternate import run_slices
+
+    sessions, ops = [], []
+    data = bytes(range(256)) * (bs // 256)
+    blocks, per = bs // 512, span // 512
+    try:
+        for i, h in enumerate(hosts):
+            s = Session(h, port, initiator, iqn, lun, isid=b"\x00\x02\x3d\x00\x01" + bytes([i + 1]))
+            sessions.append(s)
+            s.clear_unit_attention()
+            state = {"lba": 0}
+
+            def op(s=s, state=state, base=i * per) -> int:
+                if rw == "write":
+                    s.write(base + state["lba"], data)
+                else:
+                    s.read(base + state["lba"], bs)
+                state["lba"] = (state["lba"] + blocks) % per
+                return bs
+
+            ops.append(op)
+        out = run_slices(ops, seconds, slice_s)
+    finally:
+        for s in sessions:
+            s.close()
+    return {**out, "bs": bs, "rw": rw, "hosts": list(hosts)}
+
+
 # -- an impostor discovery service (lab faults only) -------------------------------------------------
 def rsp_pdu(opcode: int, flags: int, req: bytes, statsn: int, data: bytes, *, status: int = 0) -> bytes:
     """A response PDU answering request BHS ``req`` (ITT echoed, StatSN set)."""
@@ -431,6 +467,14 @@ def main(argv: list[str]) -> int:
             out = sequential(argv[2], int(argv[3]), argv[4], argv[5], int(argv[6]), int(argv[7]), argv[8],
                              float(argv[9]))
         except (OSError, IscsiError) as exc:
+            out = {"error": f"{exc.__class__.__name__}: {exc}"}
+        print(json.dumps(out))
+        return 0
+    if len(argv) == 12 and argv[1] == "alt":
+        try:
+            out = alternated((argv[2], argv[3]), int(argv[4]), argv[5], argv[6], int(argv[7]), int(argv[8]), argv[9],
+                             float(argv[10]), float(argv[11]))
+        except (OSError, IscsiError, ValueError) as exc:
             out = {"error": f"{exc.__class__.__name__}: {exc}"}
         print(json.dumps(out))
         return 0

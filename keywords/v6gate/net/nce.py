@@ -430,21 +430,34 @@ class Expect:
             f" with link-layer address {self.lla}" if self.lla else "")
 
 
-def judge_by_echo(nb: Neighbour, expect: Expect, since: float | None = None) -> tuple[list[str], str]:
+def judge_by_echo(nb: Neighbour, expect: Expect, since: float | None = None,
+                  delay_from: float | None = None) -> tuple[list[str], str]:
     """Send an Echo Request from the node and judge the entry's state and
     cached address from the DUT's reaction.  ``since``: when the message
     under test was sent; a REACHABLE or STALE entry is not probed, so any
     NS for the node between then and the Echo Request counts against it.
+    ``delay_from`` (STALE only): when the DUT itself sent a packet to the
+    node (its NA answering the node's NS).  That packet already moves a
+    STALE entry to DELAY, then PROBE (RFC 4861 §7.3.3), so unicast probes to
+    the expected address after it are the STALE entry's evidence, even if
+    a busy tester sends its Echo Request only after they went out.
     Returns (problems, seen)."""
     timing = NudTiming.of(nb.t)
     nb.t.wait(SETTLE_S)
-    early = [] if since is None else nb.t.collect(nb.is_ns_for_me, 0, since=since)
+    early = [] if since is None and delay_from is None else \
+        nb.t.collect(nb.is_ns_for_me, 0, since=since if since is not None else delay_from)
+    probed_early = []
+    if expect.state == "stale" and delay_from is not None:
+        probed_early = [f for f in early if f.time >= delay_from and nb.is_unicast_ns_for_me(f.pkt)
+                        and (not expect.lla or f.pkt[Ether].dst.lower() == expect.lla)]
+        early = [f for f in early if f not in probed_early]
     if expect.state in ("none", "incomplete"):
         # decided by the first multicast NS (or an immediate reply)
         seen = nb.observe(max(timing.reply, timing.retrans * 2), until=lambda s: bool(s.ns) or s.reply is not None)
     elif expect.state == "stale":
         # decided once the reply and the first unicast probe after it are in (REACHABLE needs the whole window)
-        seen = nb.observe(timing.probe_window, until=lambda s: s.reply is not None and bool(s.unicast_ns()))
+        seen = nb.observe(timing.probe_window, until=lambda s: s.reply is not None
+                          and (bool(s.unicast_ns()) or bool(probed_early)))
     else:
         seen = nb.observe(timing.probe_window)
     problems = []
@@ -467,10 +480,14 @@ def judge_by_echo(nb: Neighbour, expect: Expect, since: float | None = None) -> 
     if expect.state == "reachable" and seen.ns:
         problems.append(f"the DUT solicited {nb.addr} ({seen.ns[0].pkt[IPv6].dst}) "
                         f"{seen.ns[0].time - seen.since:.2f} s after the Echo Request: the entry was not REACHABLE")
-    if expect.state == "stale" and seen.reply is not None and not seen.unicast_ns():
+    if expect.state == "stale" and seen.reply is not None and not seen.unicast_ns() and not probed_early:
         problems.append(f"no unicast NS (NUD probe) for {nb.addr} within {timing.probe_window:g} s of the Echo Reply: "
                         "the entry was not STALE (a packet to a STALE entry starts DELAY, then PROBE)")
-    return problems, seen.describe()
+    described = seen.describe()
+    if probed_early and not problems:
+        described += (f"; the DUT had already probed {nb.addr} at {probed_early[0].pkt[Ether].dst} "
+                      f"{probed_early[0].time - delay_from:.2f} s after its own packet to it (DELAY, then PROBE)")
+    return problems, described
 
 
 def judge_probing_continues(nb: Neighbour, expect_lla: str, since: float) -> tuple[list[str], str]:

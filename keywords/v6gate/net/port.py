@@ -277,14 +277,55 @@ class Port:
         return [f for f in self._sent if f.time >= since]
 
 
+class _WallToMono:
+    """The offset between the wall clock (the kernel's receive timestamps) and
+    the monotonic clock (everything else).  One reading of both clocks is only
+    as good as the gap between the two reads: a receive thread preempted
+    between them (a busy machine) put a frame milliseconds early, before the
+    probe that caused it, and a check then missed an answer that came 11 us
+    after its question.  So the offset is taken from a wall-mono-wall triple
+    whose two wall reads are close (best of a few), and re-taken only every
+    ``REFRESH_S`` (NTP slews by at most 0.5 ms/s) and kept when a new one is
+    less certain than the old."""
+
+    REFRESH_S = 1.0
+    GOOD_S = 50e-6
+
+    def __init__(self, clock=time.monotonic, wall=time.time):
+        self.clock, self.wall = clock, wall
+        self.offset, self.error, self.taken, self.tried = None, None, None, None
+
+    def sample(self, tries: int = 5) -> tuple[float, float]:
+        best = None
+        for _ in range(tries):
+            w1, m, w2 = self.wall(), self.clock(), self.wall()
+            if best is None or w2 - w1 < best[1]:
+                best = ((w1 + w2) / 2 - m, w2 - w1)
+            if best[1] <= self.GOOD_S:
+                break
+        return best
+
+    def __call__(self, wall_ts: float) -> float:
+        now = self.clock()
+        if self.tried is None or now - self.tried >= self.REFRESH_S:
+            off, err = self.sample()
+            self.tried = now
+            stale = self.taken is None or now - self.taken >= 10 * self.REFRESH_S
+            if self.offset is None or err <= max(self.error, self.GOOD_S) or stale:
+                self.offset, self.error, self.taken = off, err, now
+        return min(now, wall_ts - self.offset)
+
+
+_wall_to_mono = _WallToMono()
+
+
 def _arrival(ancillary) -> float:
     """The kernel's receive time of a frame (SCM_TIMESTAMPNS, wall clock) on
     the monotonic clock; the read time when the kernel gave none."""
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
             sec, nsec = struct.unpack("qq", data[:16])
-            now_mono, now_wall = time.monotonic(), time.time()
-            return min(now_mono, now_mono - (now_wall - (sec + nsec / 1e9)))
+            return _wall_to_mono(sec + nsec / 1e9)
     return time.monotonic()
 
 

@@ -39,17 +39,17 @@ def _ns_parts(state: str, faults: dict) -> list[Part]:
     return parts
 
 
-def _dut_na_to(t, nb: Neighbour, since: float, lla: str | None) -> tuple[list[str], str]:
-    """The DUT's solicited NA answering the node's NS, and where it went."""
+def _dut_na_to(t, nb: Neighbour, since: float, lla: str | None) -> tuple[list[str], str, float | None]:
+    """The DUT's solicited NA answering the node's NS, where it went, and when."""
     na = t.port.expect(t.from_dut(nb.is_na_for_me), t.reply_timeout, since=since)
     if na is None:
-        return [f"no Neighbor Advertisement to {nb.addr} within {t.reply_timeout:g} s of its NS (§7.2.4)"], "no NA"
+        return [f"no Neighbor Advertisement to {nb.addr} within {t.reply_timeout:g} s of its NS (§7.2.4)"], "no NA", None
     problems = []
     if not na.pkt[ICMPv6ND_NA].S:
         problems.append("the NA answering the NS has S=0")
     if lla and na.pkt[Ether].dst.lower() != lla:
         problems.append(f"the NA went to {na.pkt[Ether].dst}, not {lla}")
-    return problems, f"NA to {na.pkt[Ether].dst}"
+    return problems, f"NA to {na.pkt[Ether].dst}", na.time
 
 
 def _ns_in_state(t, state: str):
@@ -62,11 +62,12 @@ def _ns_in_state(t, state: str):
                    label=f"{'multicast' if t.p.multicast else 'unicast'} NS from TN1, SLLA {sll}")
     new_state, lla = ns_outcome(state, t.p.sll)
     expect = Expect(new_state, other if lla == "new" else nb.mac)
-    problems, na_seen = _dut_na_to(t, nb, since, expect.lla)
+    problems, na_seen, na_time = _dut_na_to(t, nb, since, expect.lla)
     if state == "probe" and new_state == "probe":
         more, seen = nce.judge_probing_continues(nb, expect.lla, since)
     else:
-        more, seen = nce.judge_by_echo(nb, expect, since if new_state == "reachable" else None)
+        more, seen = nce.judge_by_echo(nb, expect, since if new_state == "reachable" else None,
+                                       delay_from=na_time if new_state == "stale" else None)
     text = f"TN1 {state.upper()} ({nb.mac}), NS sent; {na_seen}; then {seen}"
     problems += more
     return t.conclude(text, problems)
@@ -112,7 +113,7 @@ def ns_completes_pending_resolution(t):
             problems.append(f"an NA went to {nas[0].pkt[Ether].dst} although TN1's address was still unresolved")
         text = f"TN1 INCOMPLETE, NS without SLLA sent; then {seen}"
         return t.conclude(text, problems)
-    problems, na_seen = _dut_na_to(t, nb, since, nb.mac)
+    problems, na_seen, _ = _dut_na_to(t, nb, since, nb.mac)
     more, seen = nce.judge_resolution_completed(nb, nb.mac, since, "stale", by="the NS's SLLA")
     problems += more
     text = f"TN1 INCOMPLETE, NS sent; {na_seen}; then {seen}"
