@@ -599,8 +599,7 @@ def solicited_node_group_is_reported_at_startup(t):
     all-nodes multicast address and the solicited-node multicast address of
     the tentative address' (RFC 4862 §5.4.2); joining a group makes an MLDv2
     host send a State-Change Report (RFC 3810 §6.1)."""
-    since = t.port.now()
-    t.restart_dut()
+    since = t.restart_dut()
     window = float(t.timing["ready_timeout_s"])
     group = _group(t)
     frame = t.port.expect(t.from_dut(lambda p: reports_group(p, group)), window, since=since)

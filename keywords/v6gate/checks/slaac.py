@@ -72,8 +72,7 @@ def link_local_address_is_probed_before_use(t):
     enabled (§5.3) and MUST run Duplicate Address Detection on it before
     assigning it (§5.4); during DAD the tentative address is not used as a
     source (§5.4)."""
-    since = t.port.now()
-    t.restart_dut()
+    since = t.restart_dut()  # the old boot's last frames (its leave reports) are not the new boot's "use"
     window = float(t.timing["ready_timeout_s"]) if not t.target.is_lab else 5.0
     dad = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, LINK_LOCAL)), window, since=since)
     frames = t.collect(M.anything(), 0, since=since)
@@ -690,8 +689,7 @@ def duplicate_hardware_link_local_disables_ip(t):
 
     t.port.add_responder(responder)
     try:
-        since = t.port.now()
-        t.restart_dut()
+        since = t.restart_dut()
         probe = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, LINK_LOCAL)), float(t.timing["ready_timeout_s"]),
                               since=since)
     finally:

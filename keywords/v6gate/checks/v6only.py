@@ -291,8 +291,7 @@ def host_sends_no_ipv4_on_an_ipv6_only_link(t):
 
 
 def _startup_without_ipv4(t):
-    since = t.port.now()
-    t.restart_dut()
+    since = t.restart_dut()
     window = float(t.timing["ready_timeout_s"])
     t.note(f"watching the DUT's start-up for {window:g} s (target timing ready_timeout_s)")
     t.wait(window)
@@ -406,8 +405,7 @@ def ipv6_only_preferred_option_stops_dhcpv4(t):
     DHCPOFFER" and "SHOULD stop the DHCPv4 configuration process for
     V6ONLY_WAIT seconds", the option's value or MIN_V6ONLY_WAIT (300 s),
     whichever is greater."""
-    since = t.port.now()
-    t.restart_dut()
+    since = t.restart_dut()
     window = float(t.timing["ready_timeout_s"])
     discover = t.port.expect(t.from_dut(lambda p: V.dhcp_message(p) == "DHCPDISCOVER"), window, since=since)
     if discover is None:

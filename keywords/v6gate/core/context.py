@@ -278,12 +278,20 @@ class CheckContext:
     def wait(self, seconds: float) -> None:
         time.sleep(seconds)
 
-    def restart_dut(self) -> None:
+    def restart_dut(self) -> float:
         """Reset (reboot) the DUT now, inside the check, so its start-up
         behaviour is on the wire.  Raises NotSupported (SKIP) when the
-        control adapter cannot reset it."""
+        control adapter cannot reset it.  Returns the port time from which
+        the DUT's frames are its new boot's: on the lab, the moment its old
+        switch ports were gone (a busy machine can delay the old interface's
+        last MLD reports past the moment the check asked for the restart);
+        elsewhere, the moment before the reset was asked for."""
+        before = self.port.now() if self.port is not None else time.monotonic()
         self.note("restarting the DUT")
         self.session.restart_dut()
+        lab = getattr(self.session, "lab", None)
+        reborn = getattr(lab, "dut_reborn_at", None) if lab is not None and not lab.external_dut else None
+        return max(before, reborn) if reborn is not None else before
 
     # -- sending and receiving ------------------------------------------------------
     def to_dut(self, node: EmulatedNode, dst: str, src: str | None = None, **ipv6_fields) -> Packet:

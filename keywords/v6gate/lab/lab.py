@@ -59,6 +59,7 @@ class Lab:
         self.dut_node = self.topology.node_with_role("dut")
         self.tester_node = self.topology.node_with_role("tester")
         self.dut_faulted = False
+        self.dut_reborn_at: float | None = None  # port time from which DUT frames are of its new boot
         self._paused: set[str] = set()
         self.wanted: set[str] = set()  # optional services the current check needs
         self.dut_config: str | None = None  # the DUT configuration (topology 'configs') in force
@@ -362,6 +363,10 @@ class Lab:
         cmds = [f"link del {self._port_name(name, link)}" for link in self.dut_node.ifaces]
         with contextlib.suppress(Exception):
             ip_batch(cmds, self.switch_ns, what="remove DUT ports")
+        # from now on no frame of the old boot can reach the link (its switch ports are gone): a check that
+        # restarts the DUT judges the new boot's frames from here (a busy machine can delay the old
+        # interface's last MLD reports past the moment the check asked for the restart)
+        self.dut_reborn_at = time.monotonic()
         run(["ip", "netns", "del", ns], check=False)
         shutil.rmtree(f"/etc/netns/{ns}", ignore_errors=True)
         cfg = self._dut_config(config)

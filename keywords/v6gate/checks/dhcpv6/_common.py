@@ -266,8 +266,7 @@ class Bench:
         if not self.s.reboot_keeps_lease and self.mode == STATEFUL:
             raise NotApplicable("the target says a reset does not keep the DHCPv6 lease "
                                 "(extensions.dhcpv6.reboot_keeps_lease: false)")
-        since = self.t.port.now()
-        self.t.restart_dut()
+        since = self.t.restart_dut()
         self.t.send(self.ra(), label="RA after the restart")
         return since
 

@@ -62,8 +62,7 @@ def _rs_gap_ceiling() -> float:
 
 
 def _restart_and_first_rs(t):
-    since = t.port.now()
-    t.restart_dut()
+    since = t.restart_dut()
     window = float(t.timing["ready_timeout_s"])
     first = t.port.expect(t.from_dut(is_rs), window, since=since)
     return since, window, first
