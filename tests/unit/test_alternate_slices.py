@@ -61,3 +61,16 @@ def test_an_operation_in_flight_at_the_end_of_its_slice_counts_in_that_slice():
 def test_a_trial_must_hold_a_slice_pair():
     with pytest.raises(ValueError):
         run_slices([lambda: 1, lambda: 1], seconds=0.05, slice_s=0.05)
+
+
+def test_a_failing_arm_is_named():
+    from v6gate.net.alternate import ArmFailed
+
+    clock = Clock()
+
+    def broken():
+        raise OSError("connection reset")
+
+    with pytest.raises(ArmFailed) as info:
+        run_slices([_op(clock, [], "a", 0.01), broken], 0.4, 0.05, clock=clock)
+    assert info.value.arm == 1 and "connection reset" in str(info.value)

@@ -259,12 +259,7 @@ def storage_alternate(bench: Bench, prof: GateProfile, order: tuple[str, str]) -
     client thread in ABBA slices of ``slice_s`` (net/alternate.py), as loadgen_alternate does for TCP.  CPU per
     MB: the client thread's CPU while on that arm plus half the server's CPU of the trial (the server's time
     cannot be split between interleaved arms; it is recorded per trial in raw)."""
-    import os
-    import sys
-
     from ..checks.storage._client import INITIATOR
-    from ..paths import ROOT
-    from .disturbance import process_cpu_s
 
     p = prof.params
     slice_s = f"{float(p.get('slice_s', 0.1)):g}"
@@ -281,35 +276,24 @@ def storage_alternate(bench: Bench, prof: GateProfile, order: tuple[str, str]) -
             prepare_read_files(svc.export_path, ["arm0", "arm1"])
         args = ["v6gate.net.nfs", "alt", *hosts, svc.export_path, str(int(p["bs"])), p["rw"], f"{prof.trial_s:g}",
                 slice_s]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "keywords")}
-    # pin (lab): the server on the last CPU, the client on CPU 0; unpinned, each session's server thread landed
-    # on the client's CPU or the other one, and an arm ran at 1x or 2x for a whole trial (NFS 256 KiB reads:
-    # 900 or 1,800 MB/s per arm, bimodal)
-    bench.pin_pid(svc.daemons[0].pid, prof.pin, svc.sid)
-    argv = [sys.executable, "-m", *args]
-    if prof.pin and bench.lab is not None:
-        argv = ["taskset", "-c", "0", *argv]
-    srv0 = process_cpu_s(svc.daemons[0].pid)
-    try:
-        cp = subprocess.run(bench.client.argv(argv), capture_output=True, text=True, env=env,
-                            timeout=prof.trial_s + 60)
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"the {args[0]} client did not finish ({p['rw']} {p['bs']}, alternated)") from None
-    srv1 = process_cpu_s(svc.daemons[0].pid)
-    try:
-        r = json.loads(cp.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise BenchError(f"the {args[0]} client gave no figures (alternated): {cp.stderr.strip()[-200:]}") from None
-    if "error" in r:  # one session for both arms: a failure cannot be pinned on either, the bench stops
-        raise BenchError(f"the alternated {args[0]} trial failed ({' / '.join(hosts)}): {r['error']}")
-    server_cpu = (srv1 - srv0) if srv0 is not None and srv1 is not None else 0.0
+    r, server_cpu = _run_storage_client(bench, prof, args, svc.daemons[0].pid, svc.sid,
+                                        f"{p['rw']} {p['bs']}, alternated")
+    if "error" in r:
+        failed = order[r["arm"]] if isinstance(r.get("arm"), int) else None
+        baseline = prof.arms[0]
+        if failed is None or failed == baseline:  # the baseline (IPv4) arm, or no arm to blame: the bench
+            raise BenchError(f"the alternated {args[0]} trial failed ({failed or ' / '.join(hosts)}): {r['error']}")
+        # the candidate's session failed (the DUT's IPv6 service): a zero for it, the baseline measured alone
+        base = (iscsi_seq if prof.workload == "iscsi_seq" else nfs_seq)(bench, prof, baseline, baseline=True)
+        bad = Measure(_storage_values(0, 0.0, prof.trial_s, 0.0), prof.trial_s, 0.0,
+                      {"tool": f"{args[0]} alt", "family": failed, "dst": hosts[order.index(failed)], "error": r["error"]})
+        return (base, bad) if order[0] == baseline else (bad, base)
     out = []
     for arm, a in zip(order, r["arms"]):
         secs = max(a["seconds"], 1e-6)
         mb = a["bytes"] / 1e6
         cpu = a["cpu_s"] + server_cpu / 2
-        values = ({"throughput": mb / secs, "transactions": a["ops"] / secs, "cpu_per_unit": cpu * 1000 / mb}
-                  if mb else {"throughput": FLOOR, "transactions": FLOOR, "cpu_per_unit": 1 / FLOOR})
+        values = _storage_values(a["ops"], mb, secs, cpu)
         raw = {"tool": f"{args[0]} alt", "family": arm, "dst": hosts[order.index(arm)], "bs": p["bs"], "rw": p["rw"],
                "ops": a["ops"], "bytes": a["bytes"], "seconds": round(secs, 4), "iops": round(a["ops"] / secs, 1),
                "mb_s": round(mb / secs, 2), "slices": r["slices"], "slice_s": r["slice_s"],
@@ -327,40 +311,56 @@ def _lab_service(bench: Bench, kind: str):
     return svc
 
 
-def _storage_trial(bench: Bench, prof: GateProfile, family: str, args: list[str], server_pid: int,
-                   baseline: bool) -> Measure:
-    """Run the client module for one trial; IOPS, MB/s and CPU (client rusage + the server's /proc time)."""
+def _run_storage_client(bench: Bench, prof: GateProfile, args: list[str], server_pid: int, server: str,
+                        what: str) -> tuple[dict, float]:
+    """Run a storage client module (net/iscsi.py, net/nfs.py) on the client node for one trial: its JSON
+    figures and the server's CPU seconds meanwhile.  With ``pin`` (lab): the server on the last CPU, the
+    client on CPU 0; unpinned, each session's server thread landed on the client's CPU or the other one, and
+    an arm ran at 1x or 2x for a whole trial (NFS 256 KiB reads: 900 or 1,800 MB/s per arm, bimodal)."""
     import os
     import sys
 
     from ..paths import ROOT
     from .disturbance import process_cpu_s
 
-    p = prof.params
     env = {**os.environ, "PYTHONPATH": str(ROOT / "keywords")}
+    bench.pin_pid(server_pid, prof.pin, server)
+    argv = [sys.executable, "-m", *args]
+    if prof.pin and bench.lab is not None:
+        argv = ["taskset", "-c", "0", *argv]
     srv0 = process_cpu_s(server_pid)
     try:
-        cp = subprocess.run(bench.client.argv([sys.executable, "-m", *args]), capture_output=True, text=True,
-                            env=env, timeout=prof.trial_s + 60)
+        cp = subprocess.run(bench.client.argv(argv), capture_output=True, text=True, env=env,
+                            timeout=prof.trial_s + 60)
     except subprocess.TimeoutExpired:
-        raise BenchError(f"the {args[0]} client did not finish ({family}, {p['rw']} {p['bs']})") from None
+        raise BenchError(f"the {args[0]} client did not finish ({what})") from None
     srv1 = process_cpu_s(server_pid)
     try:
         r = json.loads(cp.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        raise BenchError(f"the {args[0]} client gave no figures ({family}): {cp.stderr.strip()[-200:]}") from None
+        raise BenchError(f"the {args[0]} client gave no figures ({what}): {cp.stderr.strip()[-200:]}") from None
+    return r, (srv1 - srv0) if srv0 is not None and srv1 is not None else 0.0
+
+
+def _storage_values(ops: int, mb: float, secs: float, cpu: float) -> dict:
+    if not mb:
+        return {"throughput": FLOOR, "transactions": FLOOR, "cpu_per_unit": 1 / FLOOR}
+    return {"throughput": mb / secs, "transactions": ops / secs, "cpu_per_unit": cpu * 1000 / mb}
+
+
+def _storage_trial(bench: Bench, prof: GateProfile, family: str, args: list[str], server_pid: int,
+                   baseline: bool) -> Measure:
+    """Run the client module for one trial; IOPS, MB/s and CPU (client rusage + the server's /proc time)."""
+    p = prof.params
+    r, server_cpu = _run_storage_client(bench, prof, args, server_pid, args[0], f"{family}, {p['rw']} {p['bs']}")
     if "error" in r:
         if baseline:
             raise BenchError(f"the baseline arm failed ({family} {args[2]}): {r['error']}")
         r = {"ops": 0, "bytes": 0, "seconds": prof.trial_s, "cpu_s": 0.0, "error": r["error"]}
     secs = max(r["seconds"], 1e-6)
-    server_cpu = (srv1 - srv0) if srv0 is not None and srv1 is not None else 0.0
     cpu = r["cpu_s"] + server_cpu
     mb = r["bytes"] / 1e6
-    if mb == 0:
-        values = {"throughput": FLOOR, "transactions": FLOOR, "cpu_per_unit": 1 / FLOOR}
-    else:
-        values = {"throughput": mb / secs, "transactions": r["ops"] / secs, "cpu_per_unit": cpu * 1000 / mb}
+    values = _storage_values(r["ops"], mb, secs, cpu)
     raw = {"tool": args[0], "family": family, "dst": args[2], "bs": p["bs"], "rw": p["rw"],
            "ops": r["ops"], "bytes": r["bytes"], "seconds": round(secs, 4), "iops": round(r["ops"] / secs, 1),
            "mb_s": round(mb / secs, 2), "client_cpu_s": round(r["cpu_s"], 4), "server_cpu_s": round(server_cpu, 4),

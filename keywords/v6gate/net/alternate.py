@@ -18,6 +18,14 @@ import time
 from collections.abc import Callable
 
 
+class ArmFailed(Exception):
+    """Arm ``arm``'s session failed (set-up or an operation): the caller can tell which family it was."""
+
+    def __init__(self, arm: int, exc: BaseException):
+        super().__init__(f"{exc.__class__.__name__}: {exc}")
+        self.arm = arm
+
+
 def thread_cpu() -> float:
     ru = resource.getrusage(resource.RUSAGE_THREAD)
     return ru.ru_utime + ru.ru_stime
@@ -37,7 +45,10 @@ def run_slices(ops: list[Callable[[], int]], seconds: float, slice_s: float,
             c0, t0 = thread_cpu(), clock()
             stop = t0 + slice_s
             while clock() < stop:
-                a["bytes"] += op()
+                try:
+                    a["bytes"] += op()
+                except Exception as exc:
+                    raise ArmFailed(i, exc) from exc
                 a["ops"] += 1
             a["seconds"] += clock() - t0
             a["cpu_s"] += thread_cpu() - c0

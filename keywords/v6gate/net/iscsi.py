@@ -23,6 +23,8 @@ import struct
 import sys
 from dataclasses import dataclass
 
+from .alternate import ArmFailed
+
 BHS = 48
 OP_LOGIN_REQ, OP_TEXT_REQ, OP_LOGOUT_REQ = 0x03, 0x04, 0x06
 OP_LOGIN_RSP, OP_TEXT_RSP, OP_LOGOUT_RSP, OP_REJECT = 0x23, 0x24, 0x26, 0x3F
@@ -383,9 +385,12 @@ def alternated(hosts: tuple[str, str], port: int, initiator: str, iqn: str, lun:
     blocks, per = bs // 512, span // 512
     try:
         for i, h in enumerate(hosts):
-            s = Session(h, port, initiator, iqn, lun, isid=b"\x00\x02\x3d\x00\x01" + bytes([i + 1]))
-            sessions.append(s)
-            s.clear_unit_attention()
+            try:
+                s = Session(h, port, initiator, iqn, lun, isid=b"\x00\x02\x3d\x00\x01" + bytes([i + 1]))
+                sessions.append(s)
+                s.clear_unit_attention()
+            except (OSError, IscsiError) as exc:
+                raise ArmFailed(i, exc) from exc
             state = {"lba": 0}
 
             def op(s=s, state=state, base=i * per) -> int:
@@ -474,8 +479,8 @@ def main(argv: list[str]) -> int:
         try:
             out = alternated((argv[2], argv[3]), int(argv[4]), argv[5], argv[6], int(argv[7]), int(argv[8]), argv[9],
                              float(argv[10]), float(argv[11]))
-        except (OSError, IscsiError, ValueError) as exc:
-            out = {"error": f"{exc.__class__.__name__}: {exc}"}
+        except (OSError, IscsiError, ValueError, ArmFailed) as exc:
+            out = {"error": f"{exc.__class__.__name__}: {exc}", "arm": getattr(exc, "arm", None)}
         print(json.dumps(out))
         return 0
     if len(argv) == 5 and argv[1] == "impostor":

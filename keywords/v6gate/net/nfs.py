@@ -20,7 +20,11 @@ import resource
 import sys
 import time
 
+from .alternate import ArmFailed
+
 O_RDWR = os.O_RDWR
+#: per-call timeout of the gate's libnfs contexts (milliseconds)
+TIMEOUT_MS = 10_000
 
 
 class NfsError(Exception):
@@ -43,6 +47,19 @@ def _lib():
     lib.nfs_close.argtypes = [vp, vp]
     lib.nfs_destroy_context.argtypes = [vp]
     return lib
+
+
+def _reachable(host: str, ports: tuple[int, ...], timeout: float = 5.0) -> None:
+    """The server's rpcbind and NFS ports accept a TCP connection: libnfs's mount waits minutes on a path that
+    drops them (its timeout does not cover connecting), and the trial would end without saying which family
+    failed."""
+    import socket
+
+    for port in ports:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+        except OSError as exc:
+            raise NfsError(f"{host} port {port}: {exc.strerror or exc}") from None
 
 
 def read_file_name(tag: str) -> str:
@@ -70,9 +87,14 @@ class _Stream:
 
     def __init__(self, lib, host: str, export: str, bs: int, rw: str, span: int, tag: str):
         self.lib, self.bs, self.rw, self.span, self.off = lib, bs, rw, span, 0
+        _reachable(host, (111, 2049))
         self.nfs = lib.nfs_init_context()
         if not self.nfs:
             raise NfsError("nfs_init_context failed")
+        # a server that never answers (an IPv6 black hole) fails the call in 10 s instead of hanging the trial,
+        # so the arm it belongs to is known (libnfs waits forever by default)
+        lib.nfs_set_timeout.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.nfs_set_timeout(self.nfs, TIMEOUT_MS)
         self.fh = ctypes.c_void_p()
         # reads: a file kept between trials (read_file_name), written once through the client unless the bench
         # made it beforehand (the lab writes it in the export directory: no network cost, not even once)
@@ -146,7 +168,10 @@ def alternated(hosts: tuple[str, str], export: str, bs: int, rw: str, seconds: f
     streams = []
     try:
         for i, h in enumerate(hosts):
-            streams.append(_Stream(lib, h, export, bs, rw, span, f"arm{i}"))
+            try:
+                streams.append(_Stream(lib, h, export, bs, rw, span, f"arm{i}"))
+            except (OSError, NfsError) as exc:
+                raise ArmFailed(i, exc) from exc
         out = run_slices([s.op for s in streams], seconds, slice_s)
     finally:
         for s in streams:
@@ -158,8 +183,8 @@ def main(argv: list[str]) -> int:
     if len(argv) == 9 and argv[1] == "alt":
         try:
             out = alternated((argv[2], argv[3]), argv[4], int(argv[5]), argv[6], float(argv[7]), float(argv[8]))
-        except (OSError, NfsError, ValueError) as exc:
-            out = {"error": f"{exc.__class__.__name__}: {exc}"}
+        except (OSError, NfsError, ValueError, ArmFailed) as exc:
+            out = {"error": f"{exc.__class__.__name__}: {exc}", "arm": getattr(exc, "arm", None)}
         print(json.dumps(out))
         return 0
     if len(argv) != 7 or argv[1] != "seq":
