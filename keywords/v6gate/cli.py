@@ -146,6 +146,11 @@ def cmd_run(args) -> int:
     for state in doc["run"].get("dut_state_after") or []:
         print(f"  left on the DUT: {state['count'] if state.get('count') is not None else '?'} global address(es)"
               f" ({state.get('outside_link_prefix', '?')} outside the link prefix; {state['how']})")
+        pred = state.get("predicted")
+        if pred and pred["count"]:
+            gone = "never" if pred["all_gone_in_s"] is None else f"in {pred['all_gone_in_s']:g} s"
+            print(f"  the run's prefixes left {pred['count']} address(es) there by RFC 4862 §5.5.3 (all gone {gone}):"
+                  f" {', '.join(pred['prefixes'])}")
     for judged_by, keys in s.get("not_judged_by", {}).items():
         print(f"  not judged (precondition failed, see {judged_by.rstrip('#')}): {', '.join(keys)}")
     print(f"v6gate: report {paths['html']}\n        results {paths['results']}\n        junit {paths['junit']}")

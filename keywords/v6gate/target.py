@@ -33,6 +33,7 @@ DEFAULT_TIMING = {
     "silence_s": 2.0,
     "ready_timeout_s": 30.0,
     "retrans_timer_s": 1.0,  # RFC 4861 §10 RETRANS_TIMER
+    "address_room_wait_s": 900.0,  # the longest wait for room in a bounded address table (dut.max_addresses)
 }
 
 
@@ -82,6 +83,7 @@ class Target:
     lab: dict | None = None
     source: str | None = None
     description: str = ""
+    dut_max_addresses: int | None = None  # the DUT's address table size, link-local included (None: unbounded)
 
     def waiver_for(self, check_id: str, part: str | None) -> Waiver | None:
         """The waiver in force for a part (an expired one no longer waives)."""
@@ -332,6 +334,7 @@ def load_target(path: str | Path, overrides: dict | None = None) -> Target:
         lab=doc.get("lab"),
         source=str(path),
         description=doc.get("description", ""),
+        dut_max_addresses=dut.get("max_addresses"),
     )
 
 

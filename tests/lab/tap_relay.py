@@ -88,6 +88,7 @@ class TapGuest:
                  fault: QueueLoss | None = None):
         self.switch_ns, self.tap, self.guest_ns, self.mac = switch_ns, tap, guest_ns, mac
         self.bounded, self.fault = bounded, fault
+        self.max_addresses = 4 if bounded else None  # net.ipv6.conf.eth0.max_addresses, link-local included
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -101,7 +102,7 @@ class TapGuest:
         sh("sysctl", "-qw", "net.ipv6.neigh.eth0.retrans_time_ms=100", ns=self.guest_ns)
         if self.bounded:
             # an embedded stack's tables: state a run leaves behind shows up as a wrong verdict later
-            sh("sysctl", "-qw", "net.ipv6.conf.eth0.max_addresses=4", ns=self.guest_ns)
+            sh("sysctl", "-qw", f"net.ipv6.conf.eth0.max_addresses={self.max_addresses}", ns=self.guest_ns)
             sh("sysctl", "-qw", "net.ipv6.route.max_size=64", ns=self.guest_ns)
         sh("ip", "-n", self.switch_ns, "link", "set", "relay0", "up")
         sh("ip", "-n", self.guest_ns, "link", "set", "lo", "up")

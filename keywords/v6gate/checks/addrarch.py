@@ -18,6 +18,7 @@ import subprocess
 from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
 
 from ..core.check import Part, check
+from ..core.ledger import ADDRESS_LEASE_S
 from ..core.setup import JUDGED_BY
 from ..net import match as M
 from ..net import packets as P
@@ -276,8 +277,8 @@ def no_temporary_address_without_autonomous_flag(t):
     A=1 prefix in the same RA shows the DUT processed it."""
     slaac, managed = fresh_prefix(avoid=t.target.link_prefix), fresh_prefix(avoid=t.target.link_prefix)
     since = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[
-        prefix_option(managed, valid=600, preferred=600, autonomous=0),
-        prefix_option(slaac, valid=600, preferred=600)]), label=f"RA: {managed} with A=0, {slaac} with A=1")
+        prefix_option(managed, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S, autonomous=0),
+        prefix_option(slaac, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]), label=f"RA: {managed} with A=0, {slaac} with A=1")
     t.wait(dad_window(t))
     probes = t.collect(lambda p: is_dad_ns_for(p), 0, since=since)
     formed = {net: sorted({f.pkt[ICMPv6ND_NS].tgt for f in probes if is_dad_ns_for(f.pkt, net)})

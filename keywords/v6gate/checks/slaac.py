@@ -7,6 +7,7 @@ from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
 from ..core.context import NotApplicable
+from ..core.ledger import ADDRESS_LEASE_S, EXPIRY_GRACE_S
 from ..net import match as M
 from ..net import packets as P
 from ..net.dad import dad_na, dad_ns
@@ -24,11 +25,6 @@ from ._observe import autoconfigure
 LINK_LOCAL = ipaddress.IPv6Network("fe80::/64")
 
 
-#: how long after its valid lifetime ends an address may still answer: lifetimes are whole seconds and the
-#: expiry runs on a timer that Linux rounds up to the next whole second (round_jiffies_up), so at valid + 1 s
-#: a healthy lab's address answered, once in a README run and once in 20 loaded repeat runs
-#: (slaac.multiple_prefixes_and_renumbering, +1.001 s); valid + 2 s keeps every never-expiring stack a FAIL
-EXPIRY_GRACE_S = 2.0
 
 
 def _judge_dad_ns(frame) -> list[str]:
@@ -140,7 +136,9 @@ def global_address_is_formed_and_probed(t):
     Site-local prefixes get no special treatment any more (RFC 3879 §4)."""
     prefix = _prefix_of_kind(t, t.p.kind)
     tr1 = t.tr1
-    ra = router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=120, preferred=120)])
+    # a lifetime that outlasts the check and little more: the address runs out soon after on a DUT the run
+    # cannot reset (an RA cannot take it back, RFC 4862 §5.5.3 e), so a bounded table has room again
+    ra = router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
     since = t.port.now()
     t.send(ra)
     wait = t.reply_timeout + 1.0  # RFC 4862 §5.4.2 allows a random delay up to MAX_RTR_SOLICITATION_DELAY (1 s)
@@ -205,7 +203,7 @@ def _meet_dad(t, react) -> tuple[str | None, ipaddress.IPv6Network, float]:
 
     t.port.add_responder(responder)
     try:
-        since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(prefix, valid=600, preferred=600)]),
+        since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]),
                        label=f"RA with prefix {prefix}")
         probe = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix)), t.reply_timeout + 1.0, since=since)
     finally:
@@ -517,21 +515,21 @@ def _pio_case(t, case: str, prefix: ipaddress.IPv6Network) -> tuple[list, str]:
     """The Prefix Information options of one v6LC.3.2.4 part, and what they are."""
     if case == "multiple":
         extra = [fresh_prefix(avoid=t.target.link_prefix) for _ in range(2)]
-        return [prefix_option(p, valid=600, preferred=600) for p in (prefix, *extra)], f"three prefixes {prefix}, {extra}"
+        return [prefix_option(p, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S) for p in (prefix, *extra)], f"three prefixes {prefix}, {extra}"
     if case == "no_autonomous":
-        return [prefix_option(prefix, valid=600, preferred=600, autonomous=0)], "A=0"
+        return [prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S, autonomous=0)], "A=0"
     if case == "link_local":
         return [prefix_option("fe80::/64", valid=3, preferred=3)], "the link-local prefix fe80::/64, valid 3 s"
     if case == "preferred_gt_valid":
         return [prefix_option(prefix, valid=20, preferred=40)], "preferred lifetime 40 s > valid lifetime 20 s"
     if case.startswith("length_"):
         n = int(case.split("_")[1])
-        return [prefix_option(prefix, valid=600, preferred=600, length=n)], f"prefix length {n}"
+        return [prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S, length=n)], f"prefix length {n}"
     if case == "valid_zero":
         return [prefix_option(prefix, valid=0, preferred=0)], "valid lifetime 0"
     if case == "valid_infinite":
         return [prefix_option(prefix, valid=0xFFFFFFFF, preferred=0xFFFFFFFF)], "valid lifetime 0xffffffff (infinity)"
-    return [prefix_option(prefix, valid=600, preferred=600)], "a valid prefix"
+    return [prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)], "a valid prefix"
 
 
 _PIO_PARTS = [
@@ -705,7 +703,7 @@ def duplicate_hardware_link_local_disables_ip(t):
         raise NotApplicable(f"the DUT's link-local address {tentative} is not derived from its MAC")
     t.wait(t.retrans_timer + 0.3)
     prefix = fresh_prefix(avoid=t.target.link_prefix)
-    after = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[prefix_option(prefix, valid=600, preferred=600)]),
+    after = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]),
                    label=f"RA with prefix {prefix} after the duplicate")
     t.wait(t.reply_timeout + 1.0)
     sent = [f for f in t.collect(lambda p: IPv6 in p, 0, since=after)]
@@ -738,8 +736,8 @@ def pio_with_p_flag_forms_no_address(t):
     plain = fresh_prefix(avoid=t.target.link_prefix)
     flagged = fresh_prefix(avoid=plain)
     since = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[
-        pd_preferred(prefix_option(flagged, valid=600, preferred=600)),
-        prefix_option(plain, valid=600, preferred=600)]),
+        pd_preferred(prefix_option(flagged, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)),
+        prefix_option(plain, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]),
         label=f"RA: {flagged} with L=1 A=1 P=1, {plain} with L=1 A=1 P=0")
     t.wait(t.reply_timeout + 1.0)  # DAD may wait MAX_RTR_SOLICITATION_DELAY (RFC 4862 §5.4.2)
     probes = t.collect(lambda p: is_dad_ns_for(p), 0, since=since)

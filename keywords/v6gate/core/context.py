@@ -34,6 +34,7 @@ from scapy.layers.inet6 import (
     ICMPv6NDOptPrefixInfo,
     ICMPv6NDOptSrcLLAddr,
     IPv6,
+    IPv6ExtHdrFragment,
 )
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
@@ -230,7 +231,7 @@ class CheckContext:
                 ra = ra / ICMPv6NDOptPrefixInfo(prefix=prefix, prefixlen=plen, L=onlink, A=auto, validlifetime=0,
                                                 preferredlifetime=0)
             try:
-                self.port.send(ra)
+                self._ledger_record(self._check_prefixes(_forms_addresses(ra)), self.port.send(ra))
             except BenchError:
                 return
         self._advertised.clear()
@@ -250,6 +251,47 @@ class CheckContext:
         if ra.routerlifetime or prefixes:
             key = (pkt[Ether].src, pkt[IPv6].src)
             self._advertised.setdefault(key, {}).update(prefixes)
+
+    @property
+    def _owner(self) -> str:
+        return f"{self.check.id}#{self.part}"
+
+    def _make_room(self, forms: list[tuple[ipaddress.IPv6Network, int]]) -> None:
+        """On a DUT with a bounded address table (``dut.max_addresses``),
+        wait until the addresses earlier checks made it form have expired
+        and the prefixes this RA brings fit (see core/ledger.py)."""
+        session = self.session
+        slots = session.address_slots() if session is not None else None
+        if slots is None:
+            return
+        ledger, now = session.ledger, self.port.now()
+        new = [net for net, valid in forms if valid and not ledger.holds(net, now)]
+        if not new:
+            return
+        per_prefix = 2 if self.target.claims("Temp-Addr") else 1
+        wait = ledger.wait_for_room(len(new), slots=slots, per_prefix=per_prefix, owner=self._owner, now=now)
+        held = ", ".join(f"{e.prefix} (by {e.owner}, {e.expires - now:.0f} s left)" for e in ledger.live(now))
+        limit = float(self.target.timing["address_room_wait_s"])
+        if wait is None or wait > limit:
+            self.note(f"the DUT's address table (max_addresses {self.target.dut_max_addresses}) may be full: the "
+                      f"run's addresses in {held} outlast {limit:g} s; sending {', '.join(map(str, new))} anyway")
+            return
+        if wait > 0:
+            self.note(f"waiting {wait:.1f} s for room in the DUT's address table (max_addresses "
+                      f"{self.target.dut_max_addresses}): the run's addresses in {held} run out first")
+            self.measurements["address_room_wait_s"] = round(self.measurements.get("address_room_wait_s", 0)
+                                                             + wait, 1)
+            self.wait(wait)
+
+    def _check_prefixes(self, forms: list[tuple[ipaddress.IPv6Network, int]]):
+        """Leave out the link's own prefix: the DUT held its address when the run found it."""
+        return [(net, valid) for net, valid in forms if not net.overlaps(self.target.link_prefix)]
+
+    def _ledger_record(self, forms: list[tuple[ipaddress.IPv6Network, int]], when: float) -> None:
+        if self.session is None:
+            return
+        for net, valid in forms:
+            self.session.ledger.advertise(net, valid, self._owner, when)
 
     def cleanup(self) -> None:
         if self._advertised and "keep_state" not in self.setup:
@@ -309,8 +351,12 @@ class CheckContext:
         ensure_neighbour(self, node, addr or node.link_local)
 
     def send(self, pkt: Packet | bytes, label: str | None = None) -> float:
+        forms = self._check_prefixes(_forms_addresses(pkt))
+        if forms:
+            self._make_room(forms)
         t = self.port.send(pkt)
         self._remember_advertisement(pkt)
+        self._ledger_record(forms, t)
         self.note(f"sent {label or _summary(pkt)}")
         return t
 
@@ -466,3 +512,35 @@ def _summary(pkt) -> str:
         return s
     except Exception:
         return "frame"
+
+
+def _forms_addresses(pkt) -> list[tuple[ipaddress.IPv6Network, int]]:
+    """The autonomous /64 prefixes (with their valid lifetimes) of an RA a
+    host would accept (RFC 4861 §6.1.2: hop limit 255, link-local source,
+    code 0, checksum left to Scapy, not fragmented); SLAAC forms an address
+    only from a prefix as long as 128 less the 64-bit IID, with a preferred
+    lifetime no longer than its valid one (RFC 4862 §5.5.3 c, d).
+    Deliberately invalid RAs, raw bytes and other packets: none."""
+    if not isinstance(pkt, Packet) or ICMPv6ND_RA not in pkt or IPv6 not in pkt:
+        return []
+    ip, ra = pkt[IPv6], pkt[ICMPv6ND_RA]
+    if ip.hlim != 255 or ra.code != 0 or ra.cksum is not None or IPv6ExtHdrFragment in pkt:
+        return []
+    try:
+        if not ipaddress.IPv6Address(ip.src).is_link_local:
+            return []
+    except ValueError:
+        return []
+    out, i = [], 1
+    opt = pkt.getlayer(ICMPv6NDOptPrefixInfo)
+    while opt is not None:
+        if opt.A and opt.prefixlen == 64 and opt.len in (None, 4) and opt.preferredlifetime <= opt.validlifetime:
+            try:
+                net = ipaddress.IPv6Network(f"{opt.prefix}/64", strict=False)
+            except ValueError:
+                net = None
+            if net is not None and not net.is_link_local and not net.is_multicast:
+                out.append((net, int(opt.validlifetime)))
+        i += 1
+        opt = pkt.getlayer(ICMPv6NDOptPrefixInfo, i)
+    return out

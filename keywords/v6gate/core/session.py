@@ -28,6 +28,7 @@ from ..target import Target, load_target
 from .check import NEEDS, Check, Part
 from .context import CheckContext, DutView, NotApplicable
 from .control import NotSupported, control_for
+from .ledger import AddressLedger
 from .verdict import NotJudged, Outcome, Result, Verdict, reason_for
 
 LAB_TARGET = "fixtures/targets/lab.yaml"
@@ -85,6 +86,8 @@ class Session:
         self._applied: AppliedFault | None = None
         self.last_lab_timings: dict | None = None
         self.dut_state_after: dict | None = None  # what the run left on a DUT it does not reset (close())
+        self.ledger = AddressLedger()  # the addresses the run's RAs made the DUT form, and when they expire
+        self._found_addresses: int | None = None  # how many the DUT had when the run found it (dut.max_addresses)
 
     # -- construction helpers ---------------------------------------------------------
     @classmethod
@@ -126,14 +129,33 @@ class Session:
 
     def dut_state(self) -> dict:
         """What the run leaves configured on the DUT: its global addresses
-        (read through the control adapter; None when it cannot read them)."""
+        (read through the control adapter; None when it cannot read them),
+        and what the run's own prefixes leave by RFC 4862's arithmetic
+        (``predicted``: the prefixes whose address has not yet expired)."""
+        predicted = self.ledger.summary(time.monotonic())
         try:
             addrs = [a for a in self.control.addresses() if not a.lower().startswith("fe80")]
         except (NotSupported, BenchError) as exc:
-            return {"addresses": None, "count": None, "how": f"not readable: {exc}"}
+            return {"addresses": None, "count": None, "how": f"not readable: {exc}", "predicted": predicted}
         outside = [a for a in addrs if ipaddress.IPv6Address(a) not in self.target.link_prefix]
         return {"addresses": addrs, "count": len(addrs), "outside_link_prefix": len(outside),
-                "how": f"read through control adapter {self.control.name}"}
+                "how": f"read through control adapter {self.control.name}", "predicted": predicted}
+
+    def address_slots(self) -> int | None:
+        """Addresses of the DUT's table (``dut.max_addresses``) free for the
+        run's prefixes: its size less what the DUT held when the run found it
+        (read through the control adapter once; else its link-local address
+        and one in the link prefix).  None: the target declares no bound."""
+        size = self.target.dut_max_addresses
+        if size is None:
+            return None
+        if self._found_addresses is None:
+            try:
+                held = {a.lower() for a in self.control.addresses()} - {self.dut.link_local.lower()}
+                self._found_addresses = 1 + len(held)
+            except (NotSupported, BenchError):
+                self._found_addresses = 2
+        return max(0, size - self._found_addresses)
 
     def close(self) -> None:
         if self.port and (self.lab is None or self.lab.external_dut):

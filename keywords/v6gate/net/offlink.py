@@ -17,6 +17,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
+from ..core.ledger import ADDRESS_LEASE_S
 from ..core.verdict import NotJudged
 from ..errors import BenchError
 from . import packets as P
@@ -83,12 +84,13 @@ def become_router(t, *, mtu: int | None = None, router_lifetime: int = ROUTER_LI
 
 def advertise_prefix(t, prefix: ipaddress.IPv6Network, *, mtu: int | None = None,
                      router_lifetime: int = 0) -> OffLinkPath:
-    """TR1 advertises ``prefix`` (autonomous, on-link); with the default
+    """TR1 advertises ``prefix`` (autonomous, on-link, lifetimes that
+    outlast the check and little more: ADDRESS_LEASE_S); with the default
     Router Lifetime of 0 it does not become a default router, so the check
     needs no exclusive router.  Returns once the DUT uses its address in it."""
     tr1 = t.tr1
     since = t.port.now()
-    t.send(router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=3600, preferred=3600)],
+    t.send(router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)],
                                 router_lifetime=router_lifetime, mtu=mtu), label=f"RA from TR1 for {prefix}")
     dad = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix)),
                         t.reply_timeout + MAX_RTR_SOLICITATION_DELAY, since=since)

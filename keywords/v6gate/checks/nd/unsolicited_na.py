@@ -10,6 +10,7 @@ import ipaddress
 from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, IPv6
 
 from ...core.check import check
+from ...core.ledger import ADDRESS_LEASE_S
 from ...net import packets as P
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
 from .._observe import dad_probe_in
@@ -36,7 +37,7 @@ def new_address_is_announced(t):
     §7.2.6 gives the message's form (S=0, a Target Link-Layer Address
     option, a multicast destination)."""
     prefix = fresh_prefix(avoid=t.target.link_prefix)
-    since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(prefix, valid=600, preferred=600)]),
+    since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]),
                    label=f"RA with prefix {prefix} (A=1, router lifetime 0)")
     probe = dad_probe_in(t, prefix, since)
     if probe is None:

@@ -12,6 +12,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.ledger import ADDRESS_LEASE_S
 from ...net import match as M
 from ...net import nce
 from ...net import packets as P
@@ -211,7 +212,7 @@ def ra_sets_is_router(t):
     new_mac = P.random_mac() if t.p.sllao == "changed" else tr1.mac
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     ra = router_advertisement(tr1, router_lifetime=600, sllao=t.p.sllao != "absent",
-                              prefixes=[prefix_option(prefix, valid=600, preferred=600)])
+                              prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
     if t.p.sllao == "changed":
         ra[ICMPv6NDOptSrcLLAddr].lladdr = new_mac
     since = t.send(ra, label=f"RA from TR1 (lifetime 600 s), SLLA {t.p.sllao}")

@@ -11,6 +11,7 @@ from scapy.layers.inet6 import (
 )
 
 from ...core.check import Part, check
+from ...core.ledger import ADDRESS_LEASE_S
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
 from .._observe import (
     autoconfigure,
@@ -63,7 +64,7 @@ def onlink_prefix_of_any_length_is_onlink(t):
     base = fresh_prefix(avoid=t.target.link_prefix)
     long_prefix = ipaddress.IPv6Network(f"{base.network_address + (secrets.randbelow(2**16) << 32)}/96")
     since = t.send(router_advertisement(tr1, router_lifetime=600, prefixes=[
-        prefix_option(long_prefix, valid=600, preferred=600)]), label=f"RA with prefix {long_prefix} (L=1, A=1)")
+        prefix_option(long_prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]), label=f"RA with prefix {long_prefix} (L=1, A=1)")
     formed = dad_probe_in(t, long_prefix, since)
     tn1 = t.node("TN1", prefix=long_prefix)
     path = next_hop_for(t, tn1, t.dut.link_local, routers=[tr1])
@@ -131,7 +132,7 @@ def default_router_switch(t):
     router gone (§7.3.3) and the host then uses another."""
     tr1, tr2 = t.tr1, t.node("TR2", router=True)
     prefix = fresh_prefix(avoid=t.target.link_prefix)
-    t.send(router_advertisement(tr2, router_lifetime=600, prefixes=[prefix_option(prefix, valid=600, preferred=600)]),
+    t.send(router_advertisement(tr2, router_lifetime=600, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]),
            label="RA from TR2")
     conf = autoconfigure(t, tr1, prefix, router_lifetime=600)
     conf.require(t)

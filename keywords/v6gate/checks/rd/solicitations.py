@@ -17,6 +17,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.ledger import ADDRESS_LEASE_S
 from ...net import match as M
 from ...net import packets as P
 from ...net.nd import ND_HOP_LIMIT, fresh_prefix, prefix_option, router_advertisement
@@ -167,7 +168,7 @@ def solicited_ra_stops_solicitations(t):
         return t.failed(f"no Router Solicitation within {window:g} s of the restart, nothing to answer")
     tr1, prefix, chlim = t.tr1, fresh_prefix(avoid=t.target.link_prefix), _random_hop_limit()
     fields = dict(router_lifetime=600, cur_hop_limit=chlim, sllao=t.p.sllao,
-                  prefixes=[prefix_option(prefix, valid=600, preferred=600)])
+                  prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
     ra = invalid_ra(tr1, t.p.how, **fields) if t.p.how else router_advertisement(tr1, **fields)
     sent = t.send(ra, label=f"{'invalid RA (' + t.p.how + ')' if t.p.how else 'RA'} in answer to the first RS")
     until = first.time + _rs_gap_ceiling() + t.reply_timeout

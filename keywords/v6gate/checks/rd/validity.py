@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...core.check import Part, check
+from ...core.ledger import ADDRESS_LEASE_S
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
 from ...net.rd import (
     fragmented,
@@ -43,7 +44,7 @@ def invalid_ra_is_ignored(t):
     before, _ = echo_hop_limit(t, t.node("TN1"))
     chlim = _random_hop_limit(avoid=before or 64)
     ra = invalid_ra(tr1, t.p.how, router_lifetime=600, cur_hop_limit=chlim,
-                    prefixes=[prefix_option(prefix, valid=600, preferred=600)])
+                    prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
     since = t.send(ra, label=f"invalid RA ({_INVALID_RA_PARTS[t.p.how]}), Cur Hop Limit {chlim}, prefix {prefix}")
     effects = _ra_effects(t, tr1, prefix, chlim, since)
     if effects:
@@ -61,7 +62,7 @@ def _fragmented_ra(t, atomic: bool):
     before, _ = echo_hop_limit(t, t.node("TN1"))
     chlim = _random_hop_limit(avoid=before or 64)
     ra = router_advertisement(tr1, router_lifetime=600, cur_hop_limit=chlim,
-                              prefixes=[prefix_option(prefix, valid=600, preferred=600)])
+                              prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
     frames = fragmented(ra, atomic=atomic)
     since = t.port.now()
     for f in frames:

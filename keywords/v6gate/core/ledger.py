@@ -1,0 +1,108 @@
+"""What the run made a DUT configure: the addresses its RAs made it form.
+
+A check cannot take an autoconfigured address back.  RFC 4862 §5.5.3 (e)
+lets a Router Advertisement raise an address's valid lifetime, or cut a
+long one down to two hours, but never below: a withdrawal (valid lifetime
+0) leaves the address to run out what remains of it.  On a DUT the run
+cannot reset, every check that advertises a new autonomous prefix therefore
+leaves one address (two with temporary addresses) behind until its valid
+lifetime ends, and a DUT with a bounded address table (embedded stacks
+hold 3-10; Linux has ``max_addresses``) stops forming addresses part-way
+through the run: every later SLAAC check would FAIL for state an earlier
+check left, not for its own clause.
+
+The ledger keeps, per autonomous prefix the tester advertised, when the
+DUT's address in it expires by the RFC's arithmetic.  With the target's
+``dut.max_addresses`` the session waits, before a check advertises a prefix
+the DUT has no address in, until earlier checks' addresses have expired
+and there is room for it; and the run reports what it left (``predicted``
+in ``dut_state_after``).  Pure logic: the clock is a parameter.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass
+
+#: RFC 4862 §5.5.3 (e): the two hours below which an RA cannot shorten an address's valid lifetime
+TWO_HOURS = 7200
+#: RFC 4861 §4.6.2: all ones is infinity
+INFINITY = 0xFFFFFFFF
+#: the valid (and preferred) lifetime of a fresh prefix a check needs only for its own probes: it outlasts the
+#: check, and the address is gone soon after, so a bounded table has room again (seconds)
+ADDRESS_LEASE_S = 60
+#: how long after its valid lifetime ends an address may still answer: lifetimes are whole seconds and the
+#: expiry runs on a timer that Linux rounds up to the next whole second (round_jiffies_up), so at valid + 1 s
+#: a healthy lab's address answered, once in a README run and once in 20 loaded repeat runs
+#: (slaac.multiple_prefixes_and_renumbering, +1.001 s); valid + 2 s keeps every never-expiring stack a FAIL.
+#: The SLAAC expiry checks judge with it, and the ledger counts an address gone only this long after its end.
+EXPIRY_GRACE_S = 2.0
+
+
+def remaining_after(stored: float | None, received: int) -> float | None:
+    """The address's remaining valid lifetime (seconds) after an RA with
+    valid lifetime ``received`` for its prefix, RFC 4862 §5.5.3 (e); ``stored``
+    is what remained before (None: the DUT has no address in the prefix).
+    None: the RA forms no address (a new prefix with valid lifetime 0)."""
+    value = math.inf if received == INFINITY else float(received)
+    if stored is None:
+        return value if received > 0 else None
+    if value > TWO_HOURS or value > stored:
+        return value
+    if stored <= TWO_HOURS:
+        return stored  # "ignore the Prefix Information option with regards to the valid lifetime"
+    return float(TWO_HOURS)
+
+
+@dataclass
+class Entry:
+    prefix: ipaddress.IPv6Network
+    expires: float  # monotonic time the DUT's address in it is gone (grace included); inf: never
+    owner: str  # the check (id#part) that first made the DUT form it
+
+
+class AddressLedger:
+    def __init__(self) -> None:
+        self._entries: dict[ipaddress.IPv6Network, Entry] = {}
+
+    def advertise(self, prefix: ipaddress.IPv6Network, valid: int, owner: str, now: float) -> None:
+        """The tester sent an RA with ``prefix`` (autonomous, /64) and valid lifetime ``valid`` at ``now``."""
+        old = self._entries.get(prefix)
+        stored = old.expires - EXPIRY_GRACE_S - now if old and old.expires > now else None
+        left = remaining_after(stored, valid)
+        if left is None:
+            self._entries.pop(prefix, None)
+            return
+        self._entries[prefix] = Entry(prefix, now + left + EXPIRY_GRACE_S, old.owner if old and stored else owner)
+
+    def live(self, now: float) -> list[Entry]:
+        """The prefixes in which the DUT still holds the address the run made it form, earliest expiry first."""
+        return sorted((e for e in self._entries.values() if e.expires > now), key=lambda e: e.expires)
+
+    def holds(self, prefix: ipaddress.IPv6Network, now: float) -> bool:
+        e = self._entries.get(prefix)
+        return e is not None and e.expires > now
+
+    def wait_for_room(self, new: int, *, slots: int, per_prefix: int, owner: str, now: float) -> float | None:
+        """Seconds to wait until ``new`` more prefixes fit: ``slots`` addresses
+        are free for the run's prefixes (the table's size less what the DUT
+        had when the run found it), each prefix takes ``per_prefix``.  0: room
+        now.  None: waiting cannot make room (``owner``'s own live prefixes,
+        or ones that never expire, already fill it)."""
+        live = self.live(now)
+        excess = (len(live) + new) * per_prefix - slots
+        if excess <= 0:
+            return 0.0
+        others = [e for e in live if e.owner != owner and math.isfinite(e.expires)]
+        need = -(-excess // per_prefix)  # prefixes that must expire first
+        if need > len(others):
+            return None
+        return max(0.0, others[need - 1].expires - now)
+
+    def summary(self, now: float) -> dict:
+        """What the run's prefixes leave on the DUT, by the RFC's arithmetic."""
+        live = self.live(now)
+        last = max((e.expires for e in live), default=now)
+        return {"prefixes": [str(e.prefix) for e in live], "count": len(live),
+                "all_gone_in_s": None if math.isinf(last) else round(last - now, 1)}

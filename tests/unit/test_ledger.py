@@ -1,0 +1,91 @@
+"""The address ledger: RFC 4862 §5.5.3 (e) arithmetic, room in a bounded
+table, and which RAs a host would form an address from."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+
+import pytest
+from scapy.layers.inet6 import ICMPv6ND_RA, ICMPv6NDOptPrefixInfo, IPv6, IPv6ExtHdrFragment
+from scapy.layers.l2 import Ether
+
+from v6gate.core.context import _forms_addresses
+from v6gate.core.ledger import EXPIRY_GRACE_S, INFINITY, TWO_HOURS, AddressLedger, remaining_after
+
+A = ipaddress.IPv6Network("2001:db8:a::/64")
+B = ipaddress.IPv6Network("2001:db8:b::/64")
+C = ipaddress.IPv6Network("2001:db8:c::/64")
+
+
+@pytest.mark.parametrize("stored, received, left", [
+    (None, 600, 600.0),  # a new prefix forms an address
+    (None, 0, None),  # a new prefix with valid lifetime 0 forms nothing
+    (100.0, 600, 600.0),  # longer than what remains: raised
+    (100.0, 0, 100.0),  # a withdrawal cannot shorten what remains under two hours
+    (100.0, 50, 100.0),
+    (5000.0, 9000, 9000.0),  # over two hours: taken as is
+    (20000.0, 0, float(TWO_HOURS)),  # more than two hours remain: cut to two hours, never below
+    (20000.0, 3600, float(TWO_HOURS)),
+    (100.0, INFINITY, math.inf),
+])
+def test_remaining_lifetime_follows_rfc4862_5_5_3_e(stored, received, left):
+    assert remaining_after(stored, received) == left
+
+
+def test_a_withdrawn_address_runs_out_its_lifetime():
+    led = AddressLedger()
+    led.advertise(A, 40, "slaac#A", now=0.0)
+    led.advertise(A, 0, "slaac#A", now=5.0)  # the check's final RA
+    assert led.holds(A, 39.0)
+    assert led.holds(A, 40.0 + EXPIRY_GRACE_S - 0.1)
+    assert not led.holds(A, 40.0 + EXPIRY_GRACE_S + 0.1)
+    assert led.summary(41.0) == {"prefixes": [str(A)], "count": 1, "all_gone_in_s": 1.0}
+
+
+def test_room_waits_for_the_earliest_other_checks_address():
+    led = AddressLedger()
+    led.advertise(A, 3600, "echo#G", now=0.0)
+    led.advertise(B, 40, "slaac#A", now=10.0)
+    # two free slots, both taken: the next check waits until slaac#A's address is gone
+    wait = led.wait_for_room(1, slots=2, per_prefix=1, owner="slaac#B", now=20.0)
+    assert wait == pytest.approx(10.0 + 40 + EXPIRY_GRACE_S - 20.0)
+    assert led.wait_for_room(1, slots=3, per_prefix=1, owner="slaac#B", now=20.0) == 0.0
+    # two prefixes, each with a temporary address beside it: two must go
+    assert led.wait_for_room(1, slots=3, per_prefix=2, owner="x", now=20.0) == pytest.approx(3600 + EXPIRY_GRACE_S - 20)
+
+
+def test_room_cannot_be_made_from_the_checks_own_or_endless_addresses():
+    led = AddressLedger()
+    led.advertise(A, 600, "rd#A", now=0.0)
+    assert led.wait_for_room(1, slots=1, per_prefix=1, owner="rd#A", now=1.0) is None
+    led.advertise(C, INFINITY, "rd#B", now=0.0)
+    assert led.wait_for_room(1, slots=1, per_prefix=1, owner="rd#A", now=1.0) is None
+
+
+def test_re_advertising_a_live_prefix_keeps_its_first_owner():
+    led = AddressLedger()
+    led.advertise(A, 40, "first", now=0.0)
+    led.advertise(A, 600, "second", now=10.0)
+    (entry,) = led.live(11.0)
+    assert entry.owner == "first" and entry.expires == pytest.approx(610.0 + EXPIRY_GRACE_S)
+
+
+def _pio(prefix, *, A=1, plen=64, valid=600, preferred=300):
+    return ICMPv6NDOptPrefixInfo(prefix=prefix, prefixlen=plen, A=A, validlifetime=valid, preferredlifetime=preferred)
+
+
+def test_only_ras_a_host_accepts_form_addresses():
+    good = Ether() / IPv6(src="fe80::1", dst="ff02::1", hlim=255) / ICMPv6ND_RA() / _pio("2001:db8:a::") / _pio(
+        "2001:db8:b::", A=0) / _pio("2001:db8:c::", plen=48) / _pio("2001:db8:d::", valid=10, preferred=20)
+    assert _forms_addresses(good) == [(A, 600)]
+    for bad in (
+        Ether() / IPv6(src="fe80::1", dst="ff02::1", hlim=254) / ICMPv6ND_RA() / _pio("2001:db8:a::"),
+        Ether() / IPv6(src="2001:db8::1", dst="ff02::1", hlim=255) / ICMPv6ND_RA() / _pio("2001:db8:a::"),
+        Ether() / IPv6(src="fe80::1", dst="ff02::1", hlim=255) / ICMPv6ND_RA(code=1) / _pio("2001:db8:a::"),
+        Ether() / IPv6(src="fe80::1", dst="ff02::1", hlim=255) / ICMPv6ND_RA(cksum=0x1234) / _pio("2001:db8:a::"),
+        Ether() / IPv6(src="fe80::1", dst="ff02::1", hlim=255) / IPv6ExtHdrFragment() / ICMPv6ND_RA()
+        / _pio("2001:db8:a::"),
+        bytes(good),
+    ):
+        assert _forms_addresses(bad) == []
