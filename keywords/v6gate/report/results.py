@@ -190,7 +190,9 @@ def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
 
     out.update(compliance.write(doc, run_dir))  # compliance.csv / .json, before the pages that link them
     tmp = out["html"].with_suffix(".html.tmp")
-    write_html(doc, tmp, run_dir)
+    # an audit's evidence pcap is the whole audited capture, not a check's window: dissecting it with
+    # tshark -V per failing host read the multi-GB capture thousands of times and held its text in memory
+    write_html(doc, tmp, run_dir, dissect=not doc["run"].get("audit"))
     os.replace(tmp, out["html"])
     out["manifest"] = manifest.write(run_dir)  # last: over everything above and every pcap
     return out
