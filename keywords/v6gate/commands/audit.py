@@ -20,7 +20,7 @@ def register(subparsers) -> None:
     ap.add_argument("--engine", choices=("fast", "tshark"), default="fast",
                     help="fast: a header scan, only the frames that matter dissected (default); tshark: every frame "
                          "decoded by tshark (slow; the reference the fast path is tested against)")
-    ap.add_argument("--jobs", type=int, default=None, help="processes in parallel (default: 2)")
+    ap.add_argument("--jobs", type=int, default=None, help="tshark processes in parallel (--engine tshark; default: 2)")
     ap.add_argument("--chunk", type=int, default=100_000, help="packets per tshark process (--engine tshark)")
     ap.set_defaults(func=cmd_audit)
 
