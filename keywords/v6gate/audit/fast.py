@@ -40,7 +40,6 @@ from .pcapread import Reader
 from .tshark import F
 
 _HH = struct.Struct("!HH")
-_H = struct.Struct("!H")
 #: ports whose payload an audit field reads (DNS, mDNS, LLMNR, DHCPv4, DHCPv6): always the deep path
 CONTROL_PORTS = frozenset((53, 5353, 5355, 67, 68, 4011, 546, 547))
 ZERO16 = bytes(16)
@@ -87,28 +86,6 @@ def _ok(pseudo: bytes, seg: bytes) -> bool:
     return (int.from_bytes(pseudo, "big") + n) % 0xFFFF == 0
 
 
-def _l4_good(fr: bytes, o: int, end: int, proto: int, addrs: bytes, v6: bool) -> bool:
-    """A whole TCP segment that is not a connection attempt (SYN without
-    ACK), or a whole UDP datagram not for a control port, with a verified
-    checksum (or, for UDP, none: "not present"/"illegal" is not "bad")."""
-    sport, dport = _HH.unpack_from(fr, o)
-    if sport in CONTROL_PORTS or dport in CONTROL_PORTS:
-        return False
-    if proto == 17:
-        ulen = (fr[o + 4] << 8) | fr[o + 5]
-        if ulen < 8 or o + ulen > len(fr):
-            return False
-        if not (fr[o + 6] or fr[o + 7]):
-            return True
-        length, seg = fr[o + 4:o + 6], fr[o:o + ulen]  # tshark's pseudo header carries the UDP length
-    else:
-        if end < o + 20 or fr[o + 13] & 0x12 == 0x02:
-            return False
-        length, seg = (end - o).to_bytes(2, "big"), fr[o:end]
-    pseudo = addrs + (b"\0\0" + length + b"\0\0\0" + bytes((proto,)) if v6 else bytes((0, proto)) + length)
-    return _ok(pseudo, seg)
-
-
 #: ICMPv6 types Audit.add only counts from a known address: echo, MLD, NS (not DAD: the source is
 #: known, so not ::), NA, Redirect (ND ones with hop limit 255); RS and RA change host state, errors quote packets
 ICMP6_COUNTED = frozenset((128, 129, 130, 131, 132, 143, 135, 136, 137))
@@ -137,48 +114,96 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
     audit.option_108 = option_108
     fields_of, add = dissect.fields_of, audit.add
     ipv4_kind = V.IPV4
-    n = deep = 0
+    n = deep = shortcut = 0
     check_every = 1 << 16
+    fast, from_bytes, unpack_ports, control_ports = not deep_only, int.from_bytes, _HH.unpack_from, CONTROL_PORTS
     for off, ns, orig, lt, fr in reader:
         n += 1
         if progress is not None and not n % check_every:
             progress.update(n, reader.bytes_read)
-        if not deep_only and lt == 1 and len(fr) >= 54 and not fr[6] & 1:
-            et = (fr[12] << 8) | fr[13]
-            l3 = 14
-            if et == 0x8100:
-                et = (fr[16] << 8) | fr[17]
-                l3 = 18
+        if fast and lt == 1 and len(fr) >= 54 and not fr[6] & 1:
             entry = known.get(fr[6:12])
             if entry is not None:
+                et = (fr[12] << 8) | fr[13]
+                l3 = 14
+                if et == 0x8100:
+                    et = (fr[16] << 8) | fr[17]
+                    l3 = 18
                 h = entry[0]
+                flen = len(fr)
                 counted = None  # the Seen to count an IPv4 frame in, or True for an IPv6 frame
+                # the checksums inline (the hot loop: no call per frame): the Internet checksum verifies
+                # when pseudo header + segment, read as one big-endian number, is 0 modulo 0xFFFF
+                # (2**16 = 1 mod 0xFFFF); the pseudo header's words are the addresses (just before the
+                # segment when there is no extension header), the length and the protocol
                 if et == 0x86DD and fr[l3] >> 4 == 6:
                     nh = fr[l3 + 6]
                     o = l3 + 40
                     end = o + ((fr[l3 + 4] << 8) | fr[l3 + 5])
                     while (nh == 0 or nh == 60) and o + 8 <= end:  # hop-by-hop, destination options
                         nh, o = fr[o], o + (fr[o + 1] + 1) * 8
-                    if (o + 8 <= end <= len(fr) and fr[l3 + 8:l3 + 24] in entry[1] and (
-                            _l4_good(fr, o, end, nh, fr[l3 + 8:l3 + 40], True) if nh == 6 or nh == 17 else
-                            nh == 58 and _icmp6_counted(fr, o, end, fr[l3 + 7], fr[l3 + 8:l3 + 40]))):
-                        counted = True
+                    if o + 8 <= end <= flen and fr[l3 + 8:l3 + 24] in entry[1]:
+                        if nh == 6 or nh == 17:
+                            sport, dport = unpack_ports(fr, o)
+                            seg_end = 0
+                            if sport in control_ports or dport in control_ports:
+                                pass
+                            elif nh == 17:
+                                length = (fr[o + 4] << 8) | fr[o + 5]  # tshark's pseudo header: the UDP length
+                                if length >= 8 and o + length <= flen:
+                                    if fr[o + 6] or fr[o + 7]:
+                                        seg_end = o + length
+                                    else:  # no checksum: "not present", not "bad"
+                                        counted = True
+                            elif end >= o + 20 and fr[o + 13] & 0x12 != 0x02:  # not a connection attempt
+                                seg_end, length = end, end - o
+                            if seg_end:
+                                if o == l3 + 40:
+                                    v = from_bytes(fr[l3 + 8:seg_end], "big")
+                                    if (seg_end - o) & 1:
+                                        v <<= 8
+                                else:
+                                    v = from_bytes(fr[o:seg_end], "big")
+                                    if (seg_end - o) & 1:
+                                        v <<= 8
+                                    v += from_bytes(fr[l3 + 8:l3 + 40], "big")
+                                if not (v + length + nh) % 0xFFFF:
+                                    counted = True
+                        elif nh == 58 and _icmp6_counted(fr, o, end, fr[l3 + 7], fr[l3 + 8:l3 + 40]):
+                            counted = True
                 elif et == 0x0800 and fr[l3] == 0x45:
                     proto = fr[l3 + 9]
                     o = l3 + 20
                     end = l3 + ((fr[l3 + 2] << 8) | fr[l3 + 3])
-                    if ((proto == 6 or proto == 17) and o + 8 <= end <= len(fr) and not _H.unpack_from(fr, l3 + 6)[0]
-                            & 0x3FFF and fr[l3 + 12:l3 + 16] in entry[2]):
+                    if ((proto == 6 or proto == 17) and o + 8 <= end <= flen and not fr[l3 + 6] & 0x3F
+                            and not fr[l3 + 7] and fr[l3 + 12:l3 + 16] in entry[2]):
                         t = ns / 1_000_000_000
                         quiet = h.offers_108 and h.offers_108[0][0] < t <= h.quiet_until
                         seen = h.kinds.get(ipv4_kind)
                         if ((not quiet or h.after_offer_108.count) and seen is not None and seen.count
-                                and dissect.inet_sum(fr[l3:o]) == 0
-                                and _l4_good(fr, o, end, proto, fr[l3 + 12:l3 + 20], False)):
-                            counted = seen
+                                and not from_bytes(fr[l3:o], "big") % 0xFFFF):
+                            sport, dport = unpack_ports(fr, o)
+                            seg_end = 0
+                            if sport in control_ports or dport in control_ports:
+                                pass
+                            elif proto == 17:
+                                length = (fr[o + 4] << 8) | fr[o + 5]
+                                if length >= 8 and o + length <= flen:
+                                    if fr[o + 6] or fr[o + 7]:
+                                        seg_end = o + length
+                                    else:
+                                        counted = seen
+                            elif end >= o + 20 and fr[o + 13] & 0x12 != 0x02:
+                                seg_end, length = end, end - o
+                            if seg_end:
+                                v = from_bytes(fr[l3 + 12:seg_end], "big")  # the addresses, then the segment
+                                if (seg_end - o) & 1:
+                                    v <<= 8
+                                if not (v + length + proto) % 0xFFFF:
+                                    counted = seen
                 if counted is not None:  # what Audit.add does with such a frame: count it, nothing else
                     t = ns / 1_000_000_000
-                    audit.frames += 1
+                    shortcut += 1
                     audit.t_last = t
                     h.frames += 1
                     h.bytes += orig
@@ -213,6 +238,7 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
         v4 = f[F["ip_src"]].split(",", 1)[0]
         if v4 and (v4 == "0.0.0.0" or v4 in h.ipv4_addrs or len(h.ipv4_addrs) >= MAX_ADDRESSES):
             entry[2].add(socket.inet_aton(v4))
+    audit.frames += shortcut  # Audit.add counts the deep ones itself
     if progress is not None:
         progress.update(n, reader.bytes_read, final=progress.shown)
     return {"packets": n, "deep_frames": deep, "decoded_108": state["decoded"], "bytes": reader.size,

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..net import v6only as V
-from ..net.packets import UNSPECIFIED
 from .tshark import F
 
 MAX_ADDRESSES = 32  # per host and family: enough to describe it, bounded
@@ -25,6 +24,9 @@ CHECKSUM_BAD = "0"  # tshark's PROTO_CHECKSUM_E_BAD
 #: Solicitations, DAD probes and MLD reports; its first RS follows within seconds
 STARTUP_TYPES = {133, 135, 143, 131}
 STARTUP_WINDOW_S = 3.0
+#: the unspecified address as the fields show it (net.packets.UNSPECIFIED; not imported from there: that
+#: module loads Scapy's IPv6 layers, 45 MiB of the audit's memory for one string)
+UNSPECIFIED = "::"
 
 
 def _first(value: str) -> str:

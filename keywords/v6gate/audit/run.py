@@ -11,12 +11,11 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..paths import REPORTS, shown
-from ..report.results import build_document, host_info, now_iso, tool_versions, write_all
+from ..report.results import host_info, now_iso, tool_versions, write_all
 from ..util.proc import need
 from .capture import capture_format, read_frame_at
-from .findings import judge_host
 from .hosts import Audit
-from .report import result_for
+from .report import build_document
 from .tshark import ReadStats, read_fields
 
 
@@ -120,7 +119,6 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
         raise UsageError(f"{path}: no Ethernet source address in its {stats.packets} packets (a capture on Linux's "
                          "'any' device has none); capture on the link's Ethernet interface")
     macs = _select(audit, hosts or [])
-    results = [result_for(j, mac, path, started) for mac in macs for j in judge_host(audit, audit.hosts[mac])]
     py_rss = _peak_rss_kib()
     info = {
         "capture": shown(path), "format": fmt, "bytes": path.stat().st_size, "packets": stats.packets,
@@ -140,7 +138,7 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
             "target": {"name": path.name, "kind": "capture", "source": shown(path)},
             "tool": {**tool_versions(), "tshark": _tshark_version() if engine == "tshark" else None}, "host": host_info(), "lab": None,
             "workers": jobs, "phases": [], "duration_s": round(elapsed, 3), "audit": info}
-    doc = build_document(results, run_meta=meta)
+    doc = build_document(audit, macs, path, started, meta)  # its checks on disk, in a Spool
     paths = write_all(out_dir, doc)
     return {k: str(v) for k, v in paths.items()}, doc
 

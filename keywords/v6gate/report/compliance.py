@@ -69,16 +69,18 @@ def matrix(doc: dict) -> dict:
     cat = catalogue()
     names = claimed + [c for c in cat if c not in claimed]
     rows = []
-    for cap in names:
-        spec = cat.get(cap, {})
-        counts = dict.fromkeys(COLUMNS, 0)
-        failing = []
-        for c in doc["checks"]:
+    specs = [(cap, cat.get(cap, {})) for cap in names]
+    tally = {cap: (dict.fromkeys(COLUMNS, 0), []) for cap in names}
+    for c in doc["checks"]:  # one pass (the checks may be read back from disk)
+        for cap, spec in specs:
             if supports(c, cap, spec):
+                counts, failing = tally[cap]
                 col = _column(c)
                 counts[col] += 1
                 if col == "FAIL":
                     failing.append(f"{c['id']}{'#' + c['part'] if c.get('part') else ''}")
+    for cap, spec in specs:
+        counts, failing = tally[cap]
         parts = sum(counts.values())
         if cap not in claimed and parts == 0:
             continue

@@ -70,19 +70,22 @@ def _extra(c: dict, report_dir: Path) -> Markup:
     return Markup(fn(c, report_dir)) if fn else Markup("")
 
 
-def pages(doc: dict, report_dir: Path, *, baseline_doc: dict | None = None,
-          dissect: bool = True) -> dict[str, str]:
-    """name -> HTML text of every page of the report."""
+def _pages(doc: dict, report_dir: Path, *, baseline_doc: dict | None = None,
+           dissect: bool = True) -> dict[str, tuple[jinja2.Template, dict]]:
+    """name -> (template, context) of every page of the report.  A check sequence read back from disk
+    (the audit's) brings its own triage view and filter values (``triage_view``, ``filter_values``),
+    made while its checks were written: ``triage.build`` would hold every check in memory."""
     from . import compliance, diff
 
     t0 = time.monotonic()
     report_dir = Path(report_dir)
-    view = triage.build(doc)
+    checks = doc["checks"]
+    view = getattr(checks, "triage_view", None) or triage.build(doc)
     dissections = {}
     if dissect:
         from .dissect import dissect_checks
 
-        dissections = dissect_checks([c for c in doc["checks"] if triage.needs_attention(c)],
+        dissections = dissect_checks([c for c in checks if triage.needs_attention(c)],
                                      dut_mac=(doc["run"].get("target") or {}).get("dut_mac"))
     matrix = compliance.matrix(doc)
     delta = diff.compare(baseline_doc, doc) if baseline_doc is not None else None
@@ -92,28 +95,47 @@ def pages(doc: dict, report_dir: Path, *, baseline_doc: dict | None = None,
               "label": triage.label, "key": triage.key, "rfcs": triage.rfcs, "headline": headline}
     out = {}
     e = env()
-    out["report.html"] = e.get_template("report.html.j2").render(
+    out["report.html"] = (e.get_template("report.html.j2"), dict(
         **common, page="report.html", view=view, dissections=dissections,
         link=lambda p: rel_link(p, report_dir), extra=lambda c: _extra(c, report_dir),
-        sections=[Markup(fn(doc, report_dir)) for fn in SECTIONS],
-        filters=triage.filter_values(doc), delta=delta, build_s=round(time.monotonic() - t0, 2))
-    out["compliance.html"] = e.get_template("compliance.html.j2").render(**common, page="compliance.html",
-                                                                         matrix=matrix, columns=compliance.COLUMNS)
+        sections=_sections(doc, report_dir),
+        filters=getattr(checks, "filter_values", None) or triage.filter_values(doc), delta=delta,
+        build_s=round(time.monotonic() - t0, 2)))
+    out["compliance.html"] = (e.get_template("compliance.html.j2"),
+                              dict(**common, page="compliance.html", matrix=matrix, columns=compliance.COLUMNS))
     if delta is not None:
-        out["diff.html"] = e.get_template("diff.html.j2").render(**common, page="diff.html", delta=delta)
+        out["diff.html"] = (e.get_template("diff.html.j2"), dict(**common, page="diff.html", delta=delta))
     return out
+
+
+def _sections(doc: dict, report_dir: Path):
+    """The SECTIONS' HTML, piece by piece: a section may return its HTML whole or as an iterable of
+    pieces (the audit's per-host table, one row at a time)."""
+    for fn in SECTIONS:
+        html = fn(doc, report_dir)
+        for piece in (html,) if isinstance(html, str) else html:
+            yield Markup(piece)
+
+
+def pages(doc: dict, report_dir: Path, *, baseline_doc: dict | None = None,
+          dissect: bool = True) -> dict[str, str]:
+    """name -> HTML text of every page of the report."""
+    return {name: t.render(**ctx) for name, (t, ctx) in _pages(doc, report_dir, baseline_doc=baseline_doc,
+                                                                dissect=dissect).items()}
 
 
 def write_html(doc: dict, path: Path, report_dir: Path, *, baseline_doc: dict | None = None,
                dissect: bool = True) -> list[Path]:
-    """Write report.html at ``path`` and its sibling pages; returns every page written."""
+    """Write report.html at ``path`` and its sibling pages, each streamed from its template (the text
+    ``pages`` gives, never whole in memory); returns every page written."""
     path = Path(path)
     if baseline_doc is None:
         baseline_doc = load_baseline(doc)
     written = []
-    for name, text in pages(doc, report_dir, baseline_doc=baseline_doc, dissect=dissect).items():
+    for name, (t, ctx) in _pages(doc, report_dir, baseline_doc=baseline_doc, dissect=dissect).items():
         p = path if name == "report.html" else path.with_name(name)
-        p.write_text(text)
+        with open(p, "w") as f:
+            f.writelines(t.generate(**ctx))
         written.append(p)
     stale = path.with_name("diff.html")
     if stale not in written and stale.exists():

@@ -11,7 +11,7 @@ import os
 import platform
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import jsonschema
@@ -144,15 +144,19 @@ DOCUMENT_PARTS: dict[str, Callable[[list[Result]], object]] = {}
 
 
 def build_document(results: list[Result], *, run_meta: dict, baseline: str | None = None,
-                   expected_keys: list[str] | None = None) -> dict:
+                   expected_keys: list[str] | None = None, checks: Sequence[dict] | None = None) -> dict:
+    """``checks``: the check dicts already made, in the document's order (a sequence read back from disk,
+    like the audit's, whose thousands of hosts would not fit in memory as dicts); ``results`` then need
+    only what the summary and the document parts read (id, part, key, verdict, area, kind, waived, ...)."""
     order = {"check": 0, "gate": 1}
     results = sorted(results, key=lambda r: (order.get(r.kind, 2), r.area, r.ipv6ready or "~", r.id, r.part or ""))
     known = _baseline_failures(baseline)
-    checks = []
-    for r in results:
-        d = r.as_dict()
-        d["baseline_failure"] = r.verdict == "FAIL" and not r.waived and r.key in known
-        checks.append(d)
+    if checks is None:
+        checks = []
+        for r in results:
+            d = r.as_dict()
+            d["baseline_failure"] = r.verdict == "FAIL" and not r.waived and r.key in known
+            checks.append(d)
     doc = {
         "schema": "v6gate/results/1",
         "run": {**run_meta, "baseline": baseline},
@@ -168,7 +172,33 @@ def build_document(results: list[Result], *, run_meta: dict, baseline: str | Non
 
 def validate(doc: dict) -> None:
     schema = json.loads(SCHEMA.read_text())
-    jsonschema.Draft202012Validator(schema).validate(doc)
+    checks = doc["checks"]
+    if isinstance(checks, list):
+        jsonschema.Draft202012Validator(schema).validate(doc)
+        return
+    # a sequence read from disk: the document without its checks, then each check against its definition
+    jsonschema.Draft202012Validator(schema).validate({**doc, "checks": []})
+    one = jsonschema.Draft202012Validator({**schema["$defs"]["check"], "$defs": schema["$defs"]})
+    for c in checks:
+        one.validate(c)
+
+
+_CHECKS_MARK = "\0v6gate-checks\0"
+
+
+def dump_document(doc: dict, f) -> None:
+    """Write ``json.dumps(doc, indent=1, default=str)`` to the text file ``f``, byte for byte, one
+    check at a time: the text of a run with tens of thousands of checks is never whole in memory."""
+    head, tail = json.dumps({**doc, "checks": _CHECKS_MARK}, indent=1, default=str).split(
+        json.dumps(_CHECKS_MARK), 1)
+    f.write(head)
+    sep = "[\n  "
+    for c in doc["checks"]:  # a list item at depth 2: its lines indented by two more spaces
+        f.write(sep)
+        f.write(json.dumps(c, indent=1, default=str).replace("\n", "\n  "))
+        sep = ",\n  "
+    f.write("[]" if sep == "[\n  " else "\n ]")
+    f.write(tail)
 
 
 def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
@@ -181,7 +211,8 @@ def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
     out = {"results": run_dir / "results.json", "junit": run_dir / "junit.xml", "html": run_dir / "report.html"}
     # each file whole or not at all (temp + rename): a kill mid-write leaves the previous version or none
     tmp = out["results"].with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, default=str))
+    with open(tmp, "w") as f:
+        dump_document(doc, f)
     os.replace(tmp, out["results"])
     tmp = out["junit"].with_suffix(".xml.tmp")
     write_junit(doc, tmp)
@@ -190,7 +221,9 @@ def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
 
     out.update(compliance.write(doc, run_dir))  # compliance.csv / .json, before the pages that link them
     tmp = out["html"].with_suffix(".html.tmp")
-    write_html(doc, tmp, run_dir)
+    # an audit's evidence pcap is the whole audited capture, not a check's window: dissecting it with
+    # tshark -V per failing host read the multi-GB capture thousands of times and held its text in memory
+    write_html(doc, tmp, run_dir, dissect=not doc["run"].get("audit"))
     os.replace(tmp, out["html"])
     out["manifest"] = manifest.write(run_dir)  # last: over everything above and every pcap
     return out
