@@ -144,14 +144,17 @@ class Session:
     def address_slots(self) -> int | None:
         """Addresses of the DUT's table (``dut.max_addresses``) free for the
         run's prefixes: its size less what the DUT held when the run found it
-        (read through the control adapter once; else its link-local address
-        and one in the link prefix).  None: the target declares no bound."""
+        (read through the control adapter once, leaving out addresses in the
+        prefixes the ledger already counts; else its link-local address and
+        one in the link prefix).  None: the target declares no bound."""
         size = self.target.dut_max_addresses
         if size is None:
             return None
         if self._found_addresses is None:
+            ours = [e.prefix for e in self.ledger.live(time.monotonic())]
             try:
                 held = {a.lower() for a in self.control.addresses()} - {self.dut.link_local.lower()}
+                held = {a for a in held if not any(ipaddress.IPv6Address(a) in net for net in ours)}
                 self._found_addresses = 1 + len(held)
             except (NotSupported, BenchError):
                 self._found_addresses = 2
