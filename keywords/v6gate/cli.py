@@ -246,8 +246,12 @@ def cmd_lab(args) -> int:
         if any(n.startswith(lab_id + "-") for n in registry.our_namespaces()):
             raise UsageError(f"a lab named {name} is already up; 'v6gate lab down {name}' first")
         t0 = time.monotonic()
+        if args.no_router and not args.tap:
+            raise UsageError("--no-router is for a TAP lab (--tap): the managed lab pauses its router per check")
         lab = Lab(args.topology, lab_id=lab_id, external_dut="tap" if args.tap else None, tap_name=args.tap or "tap0",
                   keep=True)
+        if args.no_router:
+            lab.pause_router()
         lab.up()
         target_path = _write_lab_target(lab, args)
         info = lab.describe()
@@ -296,6 +300,8 @@ def _write_lab_target(lab, args) -> Path:
     if args.tap:
         if args.dut_mac:
             doc["dut"]["mac"] = args.dut_mac
+        if args.no_router:  # the tester is the only router: it advertises the link prefix itself (Common Test Setup)
+            doc["link"]["other_routers"] = False
         doc["description"] = f"external DUT on TAP {args.tap} of lab {lab.lab_id}"
     else:
         doc["dut"] = {**doc["dut"], **over.get("dut", {})}
@@ -436,6 +442,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--name", help="1-8 letters/digits (default: the time)")
     up.add_argument("--topology", help="topology file (default fixtures/lab/topology.yaml)")
     up.add_argument("--tap", nargs="?", const="tap0", help="bridge a TAP device for a DUT the lab does not manage")
+    up.add_argument("--no-router", action="store_true",
+                    help="with --tap: the lab's router sends no Router Advertisements, so the tester is the only "
+                         "router on the link (target file: link.other_routers false)")
     up.add_argument("--dut-mac", help="MAC of the external DUT on the TAP")
     up.add_argument("--json", action="store_true")
     down = lsub.add_parser("down", help="remove labs (ours only, by name prefix)")

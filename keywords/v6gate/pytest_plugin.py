@@ -163,6 +163,19 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("v6check", params)
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """Parts that leave the DUT an address the run cannot take back (a valid
+    lifetime of 2 hours or more: an RA cannot shorten it, RFC 4862 §5.5.3 e;
+    ``Part(..., lasting=True)``) run last, so that on a DUT with a bounded
+    address table (``dut.max_addresses``) they crowd out no later part."""
+    def lasting(item) -> bool:
+        spec = getattr(item, "callspec", None)
+        v6check = spec.params.get("v6check") if spec else None
+        return isinstance(v6check, tuple) and bool(v6check[1].params.get("lasting"))
+
+    items[:] = sorted(items, key=lasting)  # stable: everything else keeps its order
+
+
 @pytest.fixture(scope="session")
 def v6gate_session(request):
     """One session per pytest process (per xdist worker): its own lab, or the target file's DUT."""

@@ -63,10 +63,37 @@ def _v1_report_for(t, group: str, since: float, within: float):
     return t.port.expect(t.from_dut(lambda p: is_v1_report(p, group)), within, since=since)
 
 
+#: the querier's timers set before a check switches the DUT to MLDv1 compatibility mode: QRV 2, QQIC 1 s and a
+#: Maximum Response Delay of 100 ms make its Older Version Querier Present Timeout (RFC 3810 §9.12: QRV x QQI +
+#: QRI) 2.1 s instead of the default 260 s, so a DUT that is not reset between checks is back in MLDv2 soon
+SHORT_QRV, SHORT_QQIC, SHORT_MRD_MS = 2, 1, 100
+OLDER_VERSION_TIMEOUT_S = SHORT_QRV * SHORT_QQIC + SHORT_MRD_MS / 1000
+
+
+def _v1_query(t, **fields):
+    """An MLDv1 Query from the tester's querier.  The first in a check is
+    preceded by an MLDv2 General Query with short timers (above), and when
+    the check ends the next check waits out the Older Version Querier
+    Present Timeout unless the DUT is reset first."""
+    if not getattr(t, "mld_short_timers", False):
+        t.mld_short_timers = True
+        since = t.send(mld_query(_querier(t), version=2, mrd_ms=SHORT_MRD_MS, qrv=SHORT_QRV, qqic=SHORT_QQIC),
+                       label=f"MLDv2 General Query (QRV {SHORT_QRV}, QQIC {SHORT_QQIC} s, MRD {SHORT_MRD_MS} ms): "
+                             f"MLDv1 compatibility will last {OLDER_VERSION_TIMEOUT_S:g} s after the last MLDv1 Query")
+        t.port.expect(t.from_dut(lambda p: reports_group(p, _group(t))), SHORT_MRD_MS / 1000 + _slack(t),
+                      since=since)
+        t.wait(0.1)  # the rest of the answer
+        t.defer(lambda: t.dut_keeps_state(OLDER_VERSION_TIMEOUT_S + _slack(t),
+                                          "the DUT stays in MLDv1 compatibility mode for its Older Version Querier "
+                                          f"Present Timeout ({OLDER_VERSION_TIMEOUT_S:g} s, RFC 3810 §9.12) after "
+                                          "an earlier check's MLDv1 Query"))
+    return mld_query(_querier(t), version=1, **fields)
+
+
 def _enter_v1_mode(t):
     """An MLDv1 General Query (Maximum Response Delay 0): the DUT answers at
     once with MLDv1 Reports and stays in MLDv1 compatibility mode."""
-    since = t.send(mld_query(_querier(t), version=1, mrd_ms=0), label="MLDv1 General Query (MRD 0)")
+    since = t.send(_v1_query(t, mrd_ms=0), label="MLDv1 General Query (MRD 0)")
     report = _v1_report_for(t, _group(t), since, t.reply_timeout)
     t.wait(0.2)  # let the rest of the answer burst pass
     return report
@@ -97,7 +124,7 @@ def _answers_query(t, *, specific: bool, mrd_ms: int, trials: int):
     delays = []
     for i in range(trials):
         t.wait(0.3)
-        q = mld_query(_querier(t), version=1, mrd_ms=mrd_ms, group=group if specific else "::")
+        q = _v1_query(t, mrd_ms=mrd_ms, group=group if specific else "::")
         since = t.send(q, label=f"{'MAS' if specific else 'General'} Query #{i + 1}, MRD {mrd_ms} ms")
         report = _v1_report_for(t, group, since, window)
         if report is None:
@@ -170,7 +197,7 @@ def query_with_unexpected_values_is_answered(t):
     Reserved: 'Initialized to zero by the sender; ignored by receivers'
     (RFC 2710 §3.2, §3.7)."""
     group = _group(t)
-    q = mld_query(_querier(t), version=1, mrd_ms=0, code=0x5A, reserved=0xFFFF)
+    q = _v1_query(t, mrd_ms=0, code=0x5A, reserved=0xFFFF)
     since = t.send(q, label="MLDv1 General Query, Code 0x5a, Reserved 0xffff")
     report = _v1_report_for(t, group, since, t.reply_timeout)
     if report is None:
@@ -202,9 +229,9 @@ def invalid_query_is_ignored(t):
     address, if the Hop Limit is set to 1, and if the Router Alert option is
     present in the Hop-By-Hop Options header of the IPv6 packet.  If any of
     these checks fails, the packet is dropped' (RFC 3810 §6.2)."""
-    tq, group = _querier(t), _group(t)
+    group = _group(t)
     how = t.p.how
-    q = mld_query(tq, version=1, mrd_ms=0, src="2001:db8:ffff::" + secrets.token_hex(2) if how == "global_source"
+    q = _v1_query(t, mrd_ms=0, src="2001:db8:ffff::" + secrets.token_hex(2) if how == "global_source"
                   else None, hlim=2 if how == "hop_limit_2" else 1, router_alert=how != "no_router_alert")
     if how == "bad_checksum":
         q = break_one(q, ICMPv6MLQuery, how)
@@ -216,7 +243,7 @@ def invalid_query_is_ignored(t):
     if outcome.verdict != Verdict.PASS:
         return outcome
     # no vacuous PASS: a valid Query right after must be answered, or the DUT may ignore every Query
-    valid = mld_query(tq, version=1, mrd_ms=0)
+    valid = _v1_query(t, mrd_ms=0)
     since = t.send(valid, label="valid MLDv1 General Query (MRD 0): its Report is required")
     report = t.port.expect(t.from_dut(answers), t.reply_timeout + _slack(t), since=since)
     if report is None:
@@ -291,13 +318,13 @@ def _suppression(t, report_kw: dict):
     """A query starts the DUT's delay timer; another listener's Report for the
     group stops it (RFC 2710 §4).  A trial where the DUT answered before the
     other Report arrived proves nothing and is repeated."""
-    group, tq, tn1 = _group(t), _querier(t), t.tn1
+    group, tn1 = _group(t), t.tn1
     if _enter_v1_mode(t) is None:
         return t.failed(f"no MLDv1 Report for {group} after an MLDv1 General Query")
     mrd_ms = 3000
     for trial in range(1, TRIALS + 1):
         t.wait(0.3)
-        query, theirs = mld_query(tq, version=1, mrd_ms=mrd_ms), mld_report_v1(tn1, group, **report_kw)
+        query, theirs = _v1_query(t, mrd_ms=mrd_ms), mld_report_v1(tn1, group, **report_kw)
         since = t.send(query, label=f"General Query, MRD {mrd_ms} ms")
         other = t.send(theirs, label=f"TN1's Report for {group} {report_kw or ''}")
         report = _v1_report_for(t, group, since, mrd_ms / 1000 + _slack(t))
@@ -344,7 +371,7 @@ def idle_listener_transitions(t):
     """RFC 2710 §5: an Idle Listener has no timer; only a Query moves it to
     Delaying Listener ('start timer'), and a Report received there has no
     action."""
-    group, tq = _group(t), _querier(t)
+    group = _group(t)
     if _enter_v1_mode(t) is None:
         return t.failed(f"no MLDv1 Report for {group} after an MLDv1 General Query")
     t.wait(0.3)
@@ -352,7 +379,7 @@ def idle_listener_transitions(t):
     silent = t.expect_silence(other, lambda p: is_v1_report(p, group), what=f"Report for {group} after TN1's Report")
     if silent.verdict != Verdict.PASS:
         return silent
-    since = t.send(mld_query(tq, version=1, mrd_ms=500, group=group), label="MAS Query, MRD 500 ms")
+    since = t.send(_v1_query(t, mrd_ms=500, group=group), label="MAS Query, MRD 500 ms")
     report = _v1_report_for(t, group, since, 0.5 + _slack(t))
     if report is None:
         return t.failed(f"no Report for {group} within {0.5 + _slack(t):.2f} s of a MAS Query after the idle period")
@@ -368,13 +395,13 @@ def delaying_listener_resets_timer(t):
     """'If a timer for the address is already running, it is reset to the
     random value only if the requested Maximum Response Delay is less than
     the remaining value of the running timer' (RFC 2710 §4)."""
-    group, tq = _group(t), _querier(t)
+    group = _group(t)
     if _enter_v1_mode(t) is None:
         return t.failed(f"no MLDv1 Report for {group} after an MLDv1 General Query")
     delays, void = [], 0
     for trial in range(1, TRIALS + 1):
         t.wait(0.3)
-        general, specific = mld_query(tq, version=1, mrd_ms=10000), mld_query(tq, version=1, mrd_ms=1000, group=group)
+        general, specific = _v1_query(t, mrd_ms=10000), _v1_query(t, mrd_ms=1000, group=group)
         first = t.send(general, label="General Query, MRD 10000 ms")
         second = t.send(specific, label="MAS Query, MRD 1000 ms")
         report = _v1_report_for(t, group, first, 1.0 + _slack(t) + (second - first))
@@ -433,10 +460,9 @@ def all_nodes_group_is_never_reported(t):
     case.  The node starts in Idle Listener state for that address on every
     interface, never transitions to another state, and never sends a Report
     or Done for that address' (RFC 2710 §4)."""
-    tq = _querier(t)
-    since = t.send(mld_query(tq, version=1, mrd_ms=0), label="MLDv1 General Query (MRD 0)")
+    since = t.send(_v1_query(t, mrd_ms=0), label="MLDv1 General Query (MRD 0)")
     t.wait(t.reply_timeout)
-    specific = mld_query(tq, version=1, mrd_ms=0, group=P.ALL_NODES)
+    specific = _v1_query(t, mrd_ms=0, group=P.ALL_NODES)
     outcome = t.expect_silence(specific, lambda p: reports_group(p, P.ALL_NODES),
                                what="Report for ff02::1 after a Query for ff02::1")
     earlier = t.collect(lambda p: reports_group(p, P.ALL_NODES), 0, since=since)
@@ -626,7 +652,7 @@ def mldv1_query_switches_to_compatibility_mode(t):
     Query, it MUST ... switch to MLDv1 Host Compatibility Mode' (RFC 3810
     §8.2.1): it then sends MLDv1 Reports."""
     group, tq = _group(t), _querier(t)
-    since = t.send(mld_query(tq, version=1, mrd_ms=0), label="MLDv1 General Query (MRD 0)")
+    since = t.send(_v1_query(t, mrd_ms=0), label="MLDv1 General Query (MRD 0)")
     answer = t.port.expect(t.from_dut(lambda p: reports_group(p, group)), t.reply_timeout, since=since)
     if answer is None:
         return t.failed(f"no Report for {group} after an MLDv1 General Query")

@@ -477,10 +477,11 @@ def multiple_prefixes_and_renumbering(t):
     (RFC 4862 §5.5.3(d)); renumbering deprecates the old prefix (preferred
     lifetime 0, the address stays valid, §5.5.4) and lets it expire."""
     tr1 = t.tr1
+    t.needs_addresses(3)  # the deprecated first prefix's address lives on beside the second and the third
     p1, p2, p3 = (fresh_prefix(avoid=t.target.link_prefix) for _ in range(3))
     valid1 = 5
     since = t.send(router_advertisement(tr1, prefixes=[prefix_option(p1, valid=valid1, preferred=valid1),
-                                                       prefix_option(p2, valid=600, preferred=600)]),
+                                                       prefix_option(p2, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]),
                    label=f"RA with {p1} (valid {valid1} s) and {p2}")
     t.wait(t.reply_timeout + 1.0)
     first = {p: _probes_in(t, p, since) for p in (p1, p2)}
@@ -489,7 +490,7 @@ def multiple_prefixes_and_renumbering(t):
         return t.failed(f"no address formed from {', '.join(missing)} (probes: {first})")
     a1, a2 = first[p1][0], first[p2][0]
     renumbered = t.send(router_advertisement(tr1, prefixes=[prefix_option(p1, valid=valid1, preferred=0),
-                                                            prefix_option(p3, valid=600, preferred=600)]),
+                                                            prefix_option(p3, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]),
                         label=f"renumbering RA: {p1} deprecated (preferred 0), new {p3}")
     t.wait(t.reply_timeout + 1.0)
     probes3 = _probes_in(t, p3, renumbered)
@@ -557,7 +558,7 @@ _PIO_EXPECT = {
     rfc="RFC 4862 §5.5.3; RFC 4861 §6.1.2",
     liveness="echo",
     expect="Prefix Information options are used for autoconfiguration exactly as RFC 4862 §5.5.3 (a)-(d) says",
-    parts=[Part(letter, title, case=case, forms=forms, fault=fault,
+    parts=[Part(letter, title, case=case, forms=forms, fault=fault, lasting=case == "valid_infinite",
                 expect=_PIO_EXPECT[forms] if case != "link_local" else
                 "the link-local prefix is ignored: no DAD probe, and the DUT's link-local address does not take the "
                 "option's 3 s lifetime (it still answers Neighbor Solicitations 4 s later)")
@@ -626,7 +627,7 @@ def prefix_option_processing(t):
              fault="dut_never_extends_address_lifetime",
              expect="stored 3 s, advertised 8 s (more than the remaining lifetime): the valid lifetime becomes 8 s, "
                     "so the address is still valid after 3 s"),
-        Part("B", "Prefix Lifetime greater than 2 hours", stored=3, advertised=7300,
+        Part("B", "Prefix Lifetime greater than 2 hours", stored=3, advertised=7300, lasting=True,
              fault="dut_never_extends_address_lifetime",
              expect="stored 3 s, advertised 7300 s (more than 2 hours): the valid lifetime becomes 7300 s"),
         Part("C", "Prefix Lifetime less than the Remaining Lifetime and the Remaining Lifetime is less than 2 hours",
@@ -634,7 +635,7 @@ def prefix_option_processing(t):
              expect="stored 8 s, advertised 3 s (remaining lifetime under 2 hours): the advertised valid lifetime "
                     "is ignored, so the address is still valid after 4 s"),
         Part("D", "Prefix Lifetime less than 2 hours and the Stored Lifetime is greater than 2 hours",
-             stored=10800, advertised=3, fault="dut_honours_every_prefix_lifetime",
+             stored=10800, advertised=3, lasting=True, fault="dut_honours_every_prefix_lifetime",
              expect="stored 3 hours, advertised 3 s: the valid lifetime becomes 2 hours, not 3 s, so the address "
                     "is still valid after 4 s"),
     ],

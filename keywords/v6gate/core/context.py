@@ -50,6 +50,10 @@ from .control import Control, NotSupported
 from .setup import JUDGED_BY, ensure_neighbour, setup_of
 from .verdict import NotJudged, Outcome, Verdict
 
+#: valid and preferred lifetime of the link prefix when the tester itself advertises it (no other router on the
+#: link): one address on the DUT, re-advertised after half of it, gone this long after the run
+LINK_PREFIX_LIFETIME_S = 1800
+
 
 class NotApplicable(Exception):
     """The check does not apply to this target (SKIP with this reason)."""
@@ -66,6 +70,9 @@ class DutView:
         self.link_local = link_local
         self.prefix = target.link_prefix
         self._learned: dict[str, str] = {}
+        self._link_router: EmulatedNode | None = None
+        #: port time of the tester's last link-prefix RA (the tester as the only router, see _advertise_link_prefix)
+        self.link_prefix_advertised: float | None = None
 
     def global_address(self, prefix: ipaddress.IPv6Network | str | None = None) -> str:
         """The DUT's global address in ``prefix`` (default: the link prefix):
@@ -81,16 +88,22 @@ class DutView:
                     return a
         except NotSupported:
             pass
+        if net == self.prefix and self._link_prefix_due():
+            self._advertise_link_prefix(net, None, refresh=True)
         learned = self._learned.get(str(net))
         predicted = self.predicted_address(net)
         if learned is None and predicted and self.port is not None:
             learned = predicted if self._answers_for(self.port, predicted) else None
+            if learned is None and self._advertise_link_prefix(net, predicted):
+                learned = predicted if self._answers_for(self.port, predicted) else None
             if learned is None:
                 raise NotJudged("global-address", JUDGED_BY["global-address"],
                                 f"the DUT does not answer for {predicted}, the address its target file (dut.iid: "
                                 f"eui64) predicts in {net}: it did not form (or does not defend) it")
         if learned is None and self.port is not None:
             learned = self._probe_global(self.port, net)
+            if learned is None and self._advertise_link_prefix(net, None):
+                learned = self._probe_global(self.port, net)
         if learned:
             self._learned[str(net)] = learned
             return learned
@@ -100,6 +113,45 @@ class DutView:
         raise NotJudged("global-address", JUDGED_BY["global-address"],
                         f"no address of the DUT in {net} answered an all-nodes Echo Request from that prefix (the "
                         "target file lists none under dut.global and the control adapter cannot read them)")
+
+    def _link_prefix_due(self) -> bool:
+        """The tester's link-prefix advertisement is past half its lifetime."""
+        return (self.link_prefix_advertised is not None and self.port is not None
+                and self.port.now() - self.link_prefix_advertised > LINK_PREFIX_LIFETIME_S / 2)
+
+    def _advertise_link_prefix(self, net: ipaddress.IPv6Network, predicted: str | None, *,
+                               refresh: bool = False) -> bool:
+        """Common Test Setup on a link where the tester is the only router
+        (``link.other_routers: false``) and no lab router serves the DUT: the
+        tester advertises the link prefix (an RA with Router Lifetime 0, so it
+        is no default router; the prefix valid for LINK_PREFIX_LIFETIME_S) and
+        waits for the DUT's DAD of its address in it (``refresh``: the DUT
+        holds it already, the RA only renews it).  False: not this case."""
+        if (net != self.prefix or self.port is None or self.target.is_lab or self.target.other_routers
+                or net.prefixlen != 64):
+            return False
+        from ..net.nd import prefix_option, router_advertisement
+
+        if self._link_router is None:
+            self._link_router = EmulatedNode.fresh("LINKRTR", net, router=True)
+        ra = router_advertisement(self._link_router, prefixes=[prefix_option(
+            net, valid=LINK_PREFIX_LIFETIME_S, preferred=LINK_PREFIX_LIFETIME_S)], router_lifetime=0)
+        port = self.port
+        port.add_responder(self._link_router.responder)
+        try:
+            since = port.send(ra)
+            self.link_prefix_advertised = since
+            if refresh:
+                return True
+            dad = port.expect(lambda p: p.src.lower() == self.mac and ICMPv6ND_NS in p and IPv6 in p
+                              and p[IPv6].src == "::" and ipaddress.IPv6Address(p[ICMPv6ND_NS].tgt) in net
+                              and (predicted is None or P.same_address(p[ICMPv6ND_NS].tgt, predicted)),
+                              float(self.target.timing["reply_timeout_s"]) + 1.0, since=since)
+            if dad is not None:
+                time.sleep(1.2)  # RetransTimer (1 s) after the probe, and the DUT's own scheduling
+        finally:
+            port.remove_responder(self._link_router.responder)
+        return True
 
     def predicted_address(self, net: ipaddress.IPv6Network) -> str | None:
         """The address the target file makes computable in ``net``: with
@@ -212,6 +264,17 @@ class CheckContext:
         a responder an area's helper added to the port)."""
         self._deferred.append(fn)
 
+    def dut_keeps_state(self, seconds: float, why: str) -> None:
+        """This check leaves the DUT in a state that its own timer ends
+        ``seconds`` from now (e.g. MLDv1 compatibility mode): the next check,
+        unless the DUT is reset first, waits it out (a DUT the run cannot reset
+        would otherwise carry it into another check's verdict)."""
+        if self.session is None:
+            return
+        until = time.monotonic() + seconds
+        if self.session.settle is None or self.session.settle[0] < until:
+            self.session.settle = (until, why)
+
     def withdraw(self) -> None:
         """Leave the DUT as found: every emulated router that advertised
         itself or prefixes in this check sends a last RA with Router Lifetime
@@ -273,15 +336,38 @@ class CheckContext:
         held = ", ".join(f"{e.prefix} (by {e.owner}, {e.expires - now:.0f} s left)" for e in ledger.live(now))
         limit = float(self.target.timing["address_room_wait_s"])
         if wait is None or wait > limit:
-            self.note(f"the DUT's address table (max_addresses {self.target.dut_max_addresses}) may be full: the "
-                      f"run's addresses in {held} outlast {limit:g} s; sending {', '.join(map(str, new))} anyway")
-            return
+            # the DUT behaves: its declared table is full of the run's own addresses (an RA cannot take them back
+            # before their valid lifetime runs out, RFC 4862 §5.5.3 e), so the part cannot be judged on this DUT
+            # now; a FAIL "formed no address" would be the bench's doing
+            size = self.target.dut_max_addresses
+            own = [e for e in ledger.live(now) if e.owner == self._owner]
+            if wait is None and (len(own) + len(new)) * per_prefix > slots:
+                why = self._too_many(len(own) + len(new), slots)
+            else:
+                why = (f"the DUT's address table (dut.max_addresses {size}) is full of the run's earlier addresses "
+                       f"({held}), which an RA cannot take back (RFC 4862 §5.5.3 e)"
+                       + (f" and which outlast {limit:g} s (timing.address_room_wait_s)" if wait is not None else ""))
+            raise NotApplicable(f"{why}: reset the DUT between checks (control.adapter) or run this part on its own")
         if wait > 0:
             self.note(f"waiting {wait:.1f} s for room in the DUT's address table (max_addresses "
                       f"{self.target.dut_max_addresses}): the run's addresses in {held} run out first")
             self.measurements["address_room_wait_s"] = round(self.measurements.get("address_room_wait_s", 0)
                                                              + wait, 1)
             self.wait(wait)
+
+    def _too_many(self, n: int, slots: int) -> str:
+        per_prefix = 2 if self.target.claims("Temp-Addr") else 1
+        return (f"this part needs {n * per_prefix} address(es) at once, and the DUT's table (dut.max_addresses "
+                f"{self.target.dut_max_addresses}) has room for {slots} beside the addresses it held")
+
+    def needs_addresses(self, n: int) -> None:
+        """This part makes the DUT hold addresses from ``n`` of its prefixes
+        at once: on a DUT whose declared table (``dut.max_addresses``) cannot,
+        SKIP now, before anything is sent."""
+        slots = self.session.address_slots() if self.session is not None else None
+        per_prefix = 2 if self.target.claims("Temp-Addr") else 1
+        if slots is not None and n * per_prefix > slots:
+            raise NotApplicable(f"{self._too_many(n, slots)}: run it against a DUT with a larger table")
 
     def _check_prefixes(self, forms: list[tuple[ipaddress.IPv6Network, int]]):
         """Leave out the link's own prefix: the DUT held its address when the run found it."""

@@ -88,6 +88,9 @@ class Session:
         self.dut_state_after: dict | None = None  # what the run left on a DUT it does not reset (close())
         self.ledger = AddressLedger()  # the addresses the run's RAs made the DUT form, and when they expire
         self._found_addresses: int | None = None  # how many the DUT had when the run found it (dut.max_addresses)
+        #: a state an earlier check left the DUT in, running on a timer (until, why): a check on a DUT that is not
+        #: reset first waits it out (see CheckContext.dut_keeps_state)
+        self.settle: tuple[float, str] | None = None
 
     # -- construction helpers ---------------------------------------------------------
     @classmethod
@@ -133,6 +136,16 @@ class Session:
         and what the run's own prefixes leave by RFC 4862's arithmetic
         (``predicted``: the prefixes whose address has not yet expired)."""
         predicted = self.ledger.summary(time.monotonic())
+        adv = self.dut.link_prefix_advertised if self.dut else None
+        if adv is not None:  # the tester gave the DUT the link prefix (the only router on the link)
+            from .context import LINK_PREFIX_LIFETIME_S
+
+            left = round(adv + LINK_PREFIX_LIFETIME_S - time.monotonic(), 1)
+            if left > 0:
+                predicted = {**predicted, "prefixes": [*predicted["prefixes"], str(self.target.link_prefix)],
+                             "count": predicted["count"] + 1,
+                             "all_gone_in_s": None if predicted["all_gone_in_s"] is None
+                             else max(predicted["all_gone_in_s"], left)}
         try:
             addrs = [a for a in self.control.addresses() if not a.lower().startswith("fe80")]
         except (NotSupported, BenchError) as exc:
@@ -252,10 +265,12 @@ class Session:
             # target's control adapter, or SKIPs with the adapter's reason (NotSupported)
             if "reset" in c.needs:
                 self.control.reset()
+                self.settle = None
             return None
         if "no_reset" in c.needs and not fault and not lab.dut_faulted and lab.dut_config == c.dut_config:
             return None
         lab.reset_dut(boot_sysctl=fault.boot_sysctl if fault else None, wait=False, config=c.dut_config)
+        self.settle = None
         try:
             # the same ready timeout under a fault as when healthy, unless the fault declares its own (a fault
             # that keeps the DUT from finishing its start-up, where waiting is pointless)
@@ -270,6 +285,19 @@ class Session:
         if not fault:
             return None
         return self._apply(fault)
+
+    def _wait_for_settle(self, ctx) -> None:
+        """Wait out a timed state an earlier check left the DUT in (the DUT was
+        not reset since), so that it does not decide this check's verdict."""
+        if self.settle is None:
+            return
+        until, why = self.settle
+        self.settle = None
+        left = until - time.monotonic()
+        if left > 0:
+            ctx.note(f"waiting {left:.1f} s before the first probe: {why}")
+            ctx.measure("settle_wait_s", round(left, 1))
+            ctx.wait(left)
 
     def _apply(self, fault) -> AppliedFault:
         self.lab.dut_faulted = True
@@ -347,11 +375,13 @@ class Session:
                     self._applied = self._prepare_lab(c, fault)
                 elif "reset" in c.needs:
                     self.control.reset()
+                    self.settle = None
                 counters = {**self._bench_counters(), "capture": (0, None)}  # a broken capture stays broken
                 self.capture.begin(pcap)
                 evidence["pcap"] = shown(pcap)
                 ctx = CheckContext(check=c, part=part, port=self.port, target=self.target,
                                    control=self.control, dut=self.dut, session=self)
+                self._wait_for_settle(ctx)
                 if c.liveness:
                     ctx.require_reachable()
                 outcome = c.func(ctx)

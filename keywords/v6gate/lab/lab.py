@@ -270,6 +270,11 @@ class Lab:
         s = self.service("radvd")
         return bool(s and s.running())
 
+    def pause_router(self) -> None:
+        """Before ``up``: the lab router's radvd is not started (a TAP lab
+        whose tester is the only router on the link)."""
+        self._paused.add("radvd")
+
     def set_router_advertising(self, on: bool) -> None:
         """Start or stop the lab router's RAs (checks where the tester must be
         the only router stop them, then rebuild the DUT so it forgets them)."""

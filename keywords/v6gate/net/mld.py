@@ -40,12 +40,13 @@ def _hbh(router_alert: bool):
 
 def mld_query(querier: EmulatedNode, *, version: int = 1, mrd_ms: int = 1000, group: str = "::",
               dst: str | None = None, hlim: int = MLD_HOP_LIMIT, src: str | None = None, router_alert: bool = True,
-              code: int = 0, reserved: int = 0) -> Packet:
+              code: int = 0, reserved: int = 0, qrv: int = 2, qqic: int = 125) -> Packet:
     """A General Query (``group`` ::, to ff02::1) or a Multicast-Address-
-    Specific Query (to the group), MLDv1 (24 octets) or MLDv2 (28+)."""
+    Specific Query (to the group), MLDv1 (24 octets) or MLDv2 (28+, with the
+    querier's Robustness Variable ``qrv`` and Query Interval Code ``qqic``)."""
     dst = dst or (P.ALL_NODES if group == "::" else group)
     body = (ICMPv6MLQuery(mrd=mrd_ms, mladdr=group, code=code, reserved=reserved) if version == 1
-            else ICMPv6MLQuery2(mrd=mrd_ms, mladdr=group, code=code, reserved=reserved, QRV=2, QQIC=125))
+            else ICMPv6MLQuery2(mrd=mrd_ms, mladdr=group, code=code, reserved=reserved, QRV=qrv, QQIC=qqic))
     return (Ether(src=querier.mac, dst=P.multicast_mac(dst)) / IPv6(src=src or querier.link_local, dst=dst, hlim=hlim)
             / _hbh(router_alert) / body)
 

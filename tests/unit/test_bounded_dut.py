@@ -1,0 +1,182 @@
+"""A DUT the run cannot reset, with a bounded address table: a part whose
+addresses cannot fit SKIPs with the reason (never a FAIL "formed no
+address"); parts that leave addresses the run cannot take back run last; a
+timed state one check leaves (MLDv1 compatibility) is waited out by the next
+check unless the DUT is reset first."""
+
+from __future__ import annotations
+
+import ipaddress
+import types
+
+import pytest
+
+from v6gate.core.check import Part
+from v6gate.core.context import CheckContext, NotApplicable
+from v6gate.core.ledger import AddressLedger
+from v6gate.pytest_plugin import pytest_collection_modifyitems
+
+A = ipaddress.IPv6Network("2001:db8:a::/64")
+B = ipaddress.IPv6Network("2001:db8:b::/64")
+C = ipaddress.IPv6Network("2001:db8:c::/64")
+
+
+class _Port:
+    def __init__(self):
+        self.t = 1000.0
+
+    def now(self):
+        return self.t
+
+
+def _ctx(slots: int, *, room_wait_s: float = 900):
+    ledger = AddressLedger()
+    session = types.SimpleNamespace(ledger=ledger, address_slots=lambda: slots, settle=None)
+    target = types.SimpleNamespace(dut_max_addresses=slots + 2, timing={"address_room_wait_s": room_wait_s},
+                                   claims=lambda cap: False)
+    ctx = CheckContext.__new__(CheckContext)
+    ctx.session, ctx.target, ctx.port = session, target, _Port()
+    ctx.check, ctx.part = types.SimpleNamespace(id="slaac.x"), "A"
+    ctx.timeline, ctx.measurements, ctx.t0 = [], {}, 0.0
+    ctx.wait = lambda s: setattr(ctx.port, "t", ctx.port.t + s)
+    return ctx, ledger
+
+
+def test_a_part_needing_more_addresses_than_the_table_holds_skips_with_the_reason():
+    ctx, _ = _ctx(slots=2)
+    with pytest.raises(NotApplicable) as exc:
+        ctx._make_room([(A, 60), (B, 60), (C, 60)])
+    assert "needs 3 address(es) at once" in str(exc.value) and "room for 2" in str(exc.value)
+
+
+def test_a_table_full_of_addresses_the_run_cannot_take_back_skips_naming_them():
+    ctx, ledger = _ctx(slots=2)
+    ledger.advertise(A, 7300, "slaac.two_hour_rule#B", 1000.0)
+    ledger.advertise(B, 0xFFFFFFFF, "slaac.prefix_option_processing#J", 1000.0)
+    with pytest.raises(NotApplicable) as exc:
+        ctx._make_room([(C, 60)])
+    msg = str(exc.value)
+    assert "is full of the run's earlier addresses" in msg and "slaac.two_hour_rule#B" in msg
+    assert "RFC 4862 §5.5.3 e" in msg
+
+
+def test_a_short_wait_is_still_waited_and_measured():
+    ctx, ledger = _ctx(slots=1)
+    ledger.advertise(A, 60, "slaac.other#A", 1000.0)
+    ctx._make_room([(B, 60)])
+    assert 60 <= ctx.measurements["address_room_wait_s"] <= 63
+    assert ctx.port.t >= 1060
+
+
+def test_a_wait_beyond_the_limit_skips():
+    ctx, ledger = _ctx(slots=1, room_wait_s=30)
+    ledger.advertise(A, 600, "slaac.other#A", 1000.0)
+    with pytest.raises(NotApplicable, match="outlast 30 s"):
+        ctx._make_room([(B, 60)])
+
+
+def test_parts_that_leave_lasting_addresses_run_last_and_the_rest_keep_their_order():
+    def item(name, lasting=False):
+        part = Part("A", lasting=True) if lasting else Part("A")
+        return types.SimpleNamespace(name=name, callspec=types.SimpleNamespace(params={"v6check": (None, part)}))
+
+    items = [item("a"), item("j", True), item("b"), types.SimpleNamespace(name="plain"), item("d", True), item("c")]
+    pytest_collection_modifyitems(None, None, items)
+    assert [i.name for i in items] == ["a", "b", "plain", "c", "j", "d"]
+
+
+def test_a_timed_state_is_kept_for_the_next_check_the_longest_wins():
+    ctx, _ = _ctx(slots=2)
+    ctx.dut_keeps_state(3.0, "MLDv1 compatibility")
+    first = ctx.session.settle
+    ctx.dut_keeps_state(1.0, "shorter")
+    assert ctx.session.settle == first and first[1] == "MLDv1 compatibility"
+
+
+def test_the_next_check_waits_out_the_state_and_notes_why(monkeypatch):
+    from v6gate.core import session as S
+
+    waited = []
+    ctx = types.SimpleNamespace(note=lambda m: waited.append(m), measure=lambda k, v: waited.append((k, v)),
+                                wait=lambda s: waited.append(s))
+    sess = S.Session.__new__(S.Session)
+    monkeypatch.setattr(S.time, "monotonic", lambda: 100.0)
+    sess.settle = (102.5, "the DUT stays in MLDv1 compatibility mode")
+    sess._wait_for_settle(ctx)
+    assert waited[0].startswith("waiting 2.5 s before the first probe: the DUT stays in MLDv1")
+    assert waited[1:] == [("settle_wait_s", 2.5), 2.5] and sess.settle is None
+    sess.settle = (99.0, "already over")
+    waited.clear()
+    sess._wait_for_settle(ctx)
+    assert waited == [] and sess.settle is None
+
+
+class _RecordingPort(_Port):
+    def __init__(self):
+        super().__init__()
+        self.sent, self.responders = [], []
+
+    def send(self, pkt):
+        self.sent.append(pkt)
+        return self.now()
+
+    def expect(self, match, within, since=None):
+        return None
+
+    def add_responder(self, r):
+        self.responders.append(r)
+
+    def remove_responder(self, r):
+        self.responders.remove(r)
+
+
+def _view(*, is_lab=False, other_routers=False):
+    from v6gate.core.context import DutView
+
+    target = types.SimpleNamespace(link_prefix=ipaddress.IPv6Network("2001:db8:1::/64"), is_lab=is_lab,
+                                   other_routers=other_routers, dut_mac="52:54:00:00:00:01",
+                                   timing={"reply_timeout_s": 0.1})
+    return DutView(target, control=None, link_local="fe80::1", port=_RecordingPort())
+
+
+def test_the_tester_as_only_router_gives_the_dut_its_link_prefix_and_is_no_default_router():
+    from scapy.layers.inet6 import ICMPv6ND_RA, ICMPv6NDOptPrefixInfo
+
+    from v6gate.core.context import LINK_PREFIX_LIFETIME_S
+
+    view = _view()
+    assert view._advertise_link_prefix(view.prefix, None)
+    (ra,) = view.port.sent
+    assert ra[ICMPv6ND_RA].routerlifetime == 0
+    pio = ra[ICMPv6NDOptPrefixInfo]
+    assert (pio.prefix, pio.prefixlen, pio.A, pio.L) == ("2001:db8:1::", 64, 1, 1)
+    assert pio.validlifetime == pio.preferredlifetime == LINK_PREFIX_LIFETIME_S
+    assert view.port.responders == [] and view.link_prefix_advertised == 1000.0
+    view.port.t += LINK_PREFIX_LIFETIME_S / 2 + 1
+    assert view._link_prefix_due()
+
+
+@pytest.mark.parametrize("kw, prefix", [({"is_lab": True}, "2001:db8:1::/64"), ({"other_routers": True},
+                                                                                  "2001:db8:1::/64"),
+                                        ({}, "2001:db8:9::/64")])
+def test_the_tester_advertises_only_the_link_prefix_and_only_as_the_only_router(kw, prefix):
+    view = _view(**kw)
+    assert not view._advertise_link_prefix(ipaddress.IPv6Network(prefix), None)
+    assert view.port.sent == []
+
+
+def test_a_part_that_declares_more_addresses_than_fit_skips_before_sending_anything():
+    ctx, _ = _ctx(slots=2)
+    ctx.needs_addresses(2)
+    with pytest.raises(NotApplicable, match=r"needs 3 address\(es\) at once.*room for 2"):
+        ctx.needs_addresses(3)
+    ctx.session = None  # no session (a hand-built context): no bound known, nothing to refuse
+    ctx.needs_addresses(30)
+
+
+def test_a_part_whose_own_addresses_fill_the_table_says_so():
+    ctx, ledger = _ctx(slots=2)
+    ledger.advertise(A, 60, "slaac.x#A", 1000.0)
+    ledger.advertise(B, 60, "slaac.x#A", 1000.0)
+    with pytest.raises(NotApplicable, match=r"this part needs 3 address\(es\) at once"):
+        ctx._make_room([(C, 60)])
