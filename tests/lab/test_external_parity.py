@@ -51,11 +51,31 @@ def _by_key(doc):
     return {f"{c['id']}#{c['part']}": c for c in doc["checks"]}
 
 
-def _external(name: str, ids: list[str], *, adapter: str, fault: QueueLoss | None = None):
+#: checks that need the tester to be the only router (rd, pmtu, nd, redirect, ipv6, slaac lifetimes), against the
+#: external DUT on a TAP lab whose router sends no RAs (lab up --no-router); Echo B needs the link-prefix address
+#: that the tester then gives the DUT itself; two_hour_rule B and D leave addresses for 2 h (they run last and fill
+#: the bounded table's 2 free slots); multiple_prefixes_and_renumbering needs 3 addresses at once: SKIP on the
+#: bounded DUT, with the reason
+ONLY_ROUTER = [
+    "icmpv6.echo_request_is_answered#B",
+    "rd.offlink_destination_goes_to_default_router",
+    "rd.ra_sets_is_router",
+    "pmtu.packet_too_big_reduces_the_pmtu_of_an_off_link_destination",
+    "nd.next_hop_follows_prefix_list",
+    "redirect.redirect_to_on_link_destination_is_followed",
+    "ipv6.unrecognized_routing_type_with_no_segments_left_is_ignored",
+    "slaac.two_hour_rule",
+    "slaac.multiple_prefixes_and_renumbering",
+]
+
+
+def _external(name: str, ids: list[str], *, adapter: str, fault: QueueLoss | None = None, no_router: bool = False):
     """Bring up a lab with a TAP, attach a bounded Linux guest, run ``ids``
     against it through a target file with ``adapter``; returns results.json
-    and the guest's global addresses afterwards."""
-    up = v6gate("lab", "up", "--name", name, "--tap", "tap0", "--dut-mac", GUEST_MAC, "--json", check=True)
+    and the guest's global addresses afterwards.  ``no_router``: the lab's
+    router sends no RAs, the tester is the only router on the link."""
+    up = v6gate("lab", "up", "--name", name, "--tap", "tap0", "--dut-mac", GUEST_MAC, "--json",
+                *(["--no-router"] if no_router else []), check=True)
     info = json.loads(up.stdout)
     guest = TapGuest(info["tap"]["netns"], "tap0", f"v6g{name}-guest", GUEST_MAC, bounded=True, fault=fault)
     try:
@@ -155,3 +175,32 @@ def test_a_full_address_table_does_not_change_later_verdicts():
     # what the run says it left is what the DUT holds (addresses the run's prefixes made it form)
     state = doc["run"]["dut_state_after"][0]
     assert state["predicted"]["count"] <= len(left)
+
+
+def test_with_the_tester_as_the_only_router_the_router_checks_run_and_agree():
+    """``lab up --tap --no-router``: the target file says link.other_routers
+    false, so the checks that need the tester to be the only router run
+    against the external DUT too, and agree with the managed lab; the tester
+    gives the DUT its link-prefix address (Common Test Setup); parts whose
+    addresses cannot fit the bounded table SKIP with the reason, and the parts
+    that leave addresses for 2 hours run last."""
+    cp = v6gate("run", "-n", "0", "--no-gates", *_args(ONLY_ROUTER))
+    managed = _by_key(load_results(run_dir_from(cp.stdout)))
+    doc, left = _external("pnr", ONLY_ROUTER, adapter="none", no_router=True)
+    ext = _by_key(doc)
+    assert set(ext) == set(managed)
+    differ = [f"{k}: managed {m['verdict']}, external {ext[k]['verdict']} ({ext[k]['reason'][:300]})"
+              for k, m in managed.items() if ext[k]["verdict"] != m["verdict"] and ext[k]["verdict"] != "SKIP"]
+    skipped = {k: ext[k]["reason"] for k, m in managed.items() if ext[k]["verdict"] == "SKIP" != m["verdict"]}
+    print(f"tester as the only router: {len(managed) - len(skipped)} parts agree, SKIP only on the external DUT "
+          f"{skipped}; left on it {left}; predicted {doc['run']['dut_state_after'][0]['predicted']}")
+    assert not differ, "\n".join(differ)
+    ran = [k for k in ext if not k.startswith("slaac.") and ext[k]["verdict"] != "SKIP"]
+    assert len(ran) >= 10, ran  # the router checks ran: none SKIPs for "other routers on the link"
+    assert set(skipped) == {"slaac.multiple_prefixes_and_renumbering#None"}, skipped
+    assert "needs 3 address(es) at once" in skipped["slaac.multiple_prefixes_and_renumbering#None"]
+    order = [c["id"] + "#" + str(c["part"]) for c in sorted(doc["checks"], key=lambda c: c["started"])]
+    lasting = [order.index("slaac.two_hour_rule#B"), order.index("slaac.two_hour_rule#D")]
+    assert min(lasting) > max(i for i, k in enumerate(order) if k not in ("slaac.two_hour_rule#B",
+                                                                          "slaac.two_hour_rule#D")), order
+    assert any(a.startswith("2001:db8:1:") for a in left), f"the tester gave the DUT no link-prefix address: {left}"

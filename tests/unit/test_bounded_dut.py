@@ -135,7 +135,7 @@ def _view(*, is_lab=False, other_routers=False):
 
     target = types.SimpleNamespace(link_prefix=ipaddress.IPv6Network("2001:db8:1::/64"), is_lab=is_lab,
                                    other_routers=other_routers, dut_mac="52:54:00:00:00:01",
-                                   timing={"reply_timeout_s": 0.1})
+                                   timing={"reply_timeout_s": 0.1}, dut_iid=None)
     return DutView(target, control=None, link_local="fe80::1", port=_RecordingPort())
 
 
@@ -180,3 +180,24 @@ def test_a_part_whose_own_addresses_fill_the_table_says_so():
     ledger.advertise(B, 60, "slaac.x#A", 1000.0)
     with pytest.raises(NotApplicable, match=r"this part needs 3 address\(es\) at once"):
         ctx._make_room([(C, 60)])
+
+
+def test_before_a_router_check_the_link_prefix_is_withdrawn_and_given_back_after():
+    from scapy.layers.inet6 import ICMPv6NDOptPrefixInfo
+
+    view = _view()
+    view.withdraw_link_prefix()
+    assert view.port.sent == []  # the tester never gave it: nothing to take back
+    view._advertise_link_prefix(view.prefix, None)
+    view.withdraw_link_prefix()
+    view.withdraw_link_prefix()  # once
+    assert len(view.port.sent) == 2
+    pio = view.port.sent[1][ICMPv6NDOptPrefixInfo]
+    assert (pio.prefix, pio.L, pio.A, pio.validlifetime, pio.preferredlifetime) == ("2001:db8:1::", 1, 1, 0, 0)
+    view._learned[str(view.prefix)] = "2001:db8:1::5054:ff:fe00:1"
+    view.control = types.SimpleNamespace(addresses=lambda: [])
+    view.target.dut_global = []
+    assert view.global_address() == "2001:db8:1::5054:ff:fe00:1"
+    assert view.port.sent[2][ICMPv6NDOptPrefixInfo].validlifetime > 0  # on-link and preferred again first
+    view.forget()
+    assert view._learned == {} and view.link_prefix_advertised is None

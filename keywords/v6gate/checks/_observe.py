@@ -76,6 +76,7 @@ def autoconfigure(t, router: EmulatedNode, prefix: ipaddress.IPv6Network | None 
                                 **ra_fields))
     probe = dad_probe_in(t, prefix, since)
     if probe is None:
+        t.record_dut_sent(since, what=f"a DAD probe for an address in {prefix}")
         return Autoconf(prefix, None, None)
     dad_done(t, probe)
     return Autoconf(prefix, probe.pkt[ICMPv6ND_NS].tgt, probe)

@@ -73,12 +73,15 @@ class DutView:
         self._link_router: EmulatedNode | None = None
         #: port time of the tester's last link-prefix RA (the tester as the only router, see _advertise_link_prefix)
         self.link_prefix_advertised: float | None = None
+        self._link_withdrawn = False  # withdrawn for a check where the tester is the only router (withdraw_link_prefix)
 
     def global_address(self, prefix: ipaddress.IPv6Network | str | None = None) -> str:
         """The DUT's global address in ``prefix`` (default: the link prefix):
         from the target file, else read through the control adapter, else
         learned from the wire (see ``_probe_global``)."""
         net = ipaddress.IPv6Network(prefix) if prefix else self.prefix
+        if net == self.prefix and (self._link_prefix_due() or self._link_withdrawn):
+            self._advertise_link_prefix(net, None, refresh=True)
         for a in self.target.dut_global:
             if ipaddress.IPv6Address(a) in net:
                 return a
@@ -88,8 +91,6 @@ class DutView:
                     return a
         except NotSupported:
             pass
-        if net == self.prefix and self._link_prefix_due():
-            self._advertise_link_prefix(net, None, refresh=True)
         learned = self._learned.get(str(net))
         predicted = self.predicted_address(net)
         if learned is None and predicted and self.port is not None:
@@ -140,7 +141,7 @@ class DutView:
         port.add_responder(self._link_router.responder)
         try:
             since = port.send(ra)
-            self.link_prefix_advertised = since
+            self.link_prefix_advertised, self._link_withdrawn = since, False
             if refresh:
                 return True
             dad = port.expect(lambda p: p.src.lower() == self.mac and ICMPv6ND_NS in p and IPv6 in p
@@ -152,6 +153,27 @@ class DutView:
         finally:
             port.remove_responder(self._link_router.responder)
         return True
+
+    def forget(self) -> None:
+        """The DUT was reset: what the run learned of its addresses, and the
+        link prefix the tester gave it, are gone with it."""
+        self._learned.clear()
+        self.link_prefix_advertised, self._link_withdrawn = None, False
+
+    def withdraw_link_prefix(self) -> None:
+        """Before a check that needs the tester to be the only router, on a
+        DUT the run cannot reset: the link prefix the tester gave it leaves
+        the DUT's prefix list and its address is deprecated (an RA with Valid
+        and Preferred Lifetime 0: the address keeps its remaining valid
+        lifetime, RFC 4862 §5.5.3 e), as a freshly reset DUT would have
+        neither; the next ``global_address()`` of the link advertises it again."""
+        if self.link_prefix_advertised is None or self._link_withdrawn or self.port is None:
+            return
+        from ..net.nd import prefix_option, router_advertisement
+
+        self.port.send(router_advertisement(self._link_router, prefixes=[prefix_option(self.prefix, valid=0,
+                                                                                     preferred=0)]))
+        self._link_withdrawn = True
 
     def predicted_address(self, net: ipaddress.IPv6Network) -> str | None:
         """The address the target file makes computable in ``net``: with

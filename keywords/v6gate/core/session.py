@@ -265,12 +265,12 @@ class Session:
             # target's control adapter, or SKIPs with the adapter's reason (NotSupported)
             if "reset" in c.needs:
                 self.control.reset()
-                self.settle = None
+                self._was_reset()
             return None
         if "no_reset" in c.needs and not fault and not lab.dut_faulted and lab.dut_config == c.dut_config:
             return None
         lab.reset_dut(boot_sysctl=fault.boot_sysctl if fault else None, wait=False, config=c.dut_config)
-        self.settle = None
+        self.settle = None  # a fresh DUT (the lab keeps what it learned of its addresses: the same again)
         try:
             # the same ready timeout under a fault as when healthy, unless the fault declares its own (a fault
             # that keeps the DUT from finishing its start-up, where waiting is pointless)
@@ -285,6 +285,13 @@ class Session:
         if not fault:
             return None
         return self._apply(fault)
+
+    def _was_reset(self) -> None:
+        """The DUT was reset: no timed state of an earlier check is left, and
+        what the run learned of its addresses is gone with it."""
+        self.settle = None
+        if getattr(self, "dut", None) is not None:
+            self.dut.forget()
 
     def _wait_for_settle(self, ctx) -> None:
         """Wait out a timed state an earlier check left the DUT in (the DUT was
@@ -310,7 +317,9 @@ class Session:
         the wire (the lab keeps the check's fault in force, and the DUT keeps
         what a device keeps across a reboot: leases, DUID)."""
         if not self.lab or self.lab.external_dut:
-            return self.control.reset()
+            t = self.control.reset()
+            self._was_reset()
+            return t
         if self._applied:
             self._applied.remove()
         t = self.lab.reset_dut(boot_sysctl=self._fault.boot_sysctl if self._fault else None, wait=False,
@@ -375,7 +384,9 @@ class Session:
                     self._applied = self._prepare_lab(c, fault)
                 elif "reset" in c.needs:
                     self.control.reset()
-                    self.settle = None
+                    self._was_reset()
+                if not self.lab and "exclusive_router" in c.needs:
+                    self.dut.withdraw_link_prefix()  # a reset DUT would not have the tester's link prefix either
                 counters = {**self._bench_counters(), "capture": (0, None)}  # a broken capture stays broken
                 self.capture.begin(pcap)
                 evidence["pcap"] = shown(pcap)
