@@ -38,6 +38,8 @@ ADDRESS_LEASE_S = 60
 #: (slaac.multiple_prefixes_and_renumbering, +1.001 s); valid + 2 s keeps every never-expiring stack a FAIL.
 #: The SLAAC expiry checks judge with it, and the ledger counts an address gone only this long after its end.
 EXPIRY_GRACE_S = 2.0
+#: what a DUT may add to an address's remaining valid lifetime each time an RA restates its prefix (whole seconds)
+RESTATE_S = 1.0
 
 
 def remaining_after(stored: float | None, received: int) -> float | None:
@@ -70,6 +72,11 @@ class AddressLedger:
         """The tester sent an RA with ``prefix`` (autonomous, /64) and valid lifetime ``valid`` at ``now``."""
         old = self._entries.get(prefix)
         stored = old.expires - EXPIRY_GRACE_S - now if old and old.expires > now else None
+        if stored is not None:
+            # a DUT that counts the address's age in whole seconds (Linux) restates what remains rounded up: up to
+            # one more second per RA that repeats the prefix (the check's withdrawal), seen as an address formed
+            # again one second too late for the next check's room
+            stored += RESTATE_S
         left = remaining_after(stored, valid)
         if left is None:
             self._entries.pop(prefix, None)
