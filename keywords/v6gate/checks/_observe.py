@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
 from scapy.layers.l2 import Ether
 
+from ..core.ledger import ADDRESS_LEASE_S
 from ..core.setup import JUDGED_BY
 from ..net import match as M
 from ..net import packets as P
@@ -66,8 +67,8 @@ class Autoconf:
         return self.address
 
 
-def autoconfigure(t, router: EmulatedNode, prefix: ipaddress.IPv6Network | None = None, *, valid: int = 600,
-                  preferred: int = 600, **ra_fields) -> Autoconf:
+def autoconfigure(t, router: EmulatedNode, prefix: ipaddress.IPv6Network | None = None, *,
+                  valid: int = ADDRESS_LEASE_S, preferred: int = ADDRESS_LEASE_S, **ra_fields) -> Autoconf:
     """Send an RA from ``router`` with a fresh /64 (A=1, L=1) and wait for the
     DUT's address in it to leave DAD."""
     prefix = prefix or fresh_prefix(avoid=t.target.link_prefix)
