@@ -197,7 +197,12 @@ def test_before_a_router_check_the_link_prefix_is_withdrawn_and_given_back_after
     view._learned[str(view.prefix)] = "2001:db8:1::5054:ff:fe00:1"
     view.control = types.SimpleNamespace(addresses=lambda: [])
     view.target.dut_global = []
+    # the router check itself owns the link prefix: its address is looked up, the prefix is not given back
     assert view.global_address() == "2001:db8:1::5054:ff:fe00:1"
-    assert view.port.sent[2][ICMPv6NDOptPrefixInfo].validlifetime > 0  # on-link and preferred again first
+    assert not view._advertise_link_prefix(view.prefix, None) and len(view.port.sent) == 2
+    view.restore_link_prefix()  # before the next check that is not a router check
+    view.restore_link_prefix()  # once
+    assert len(view.port.sent) == 3
+    assert view.port.sent[2][ICMPv6NDOptPrefixInfo].validlifetime > 0  # on-link and preferred again
     view.forget()
     assert view._learned == {} and view.link_prefix_advertised is None

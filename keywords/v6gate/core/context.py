@@ -80,7 +80,7 @@ class DutView:
         from the target file, else read through the control adapter, else
         learned from the wire (see ``_probe_global``)."""
         net = ipaddress.IPv6Network(prefix) if prefix else self.prefix
-        if net == self.prefix and (self._link_prefix_due() or self._link_withdrawn):
+        if net == self.prefix and self._link_prefix_due():
             self._advertise_link_prefix(net, None, refresh=True)
         for a in self.target.dut_global:
             if ipaddress.IPv6Address(a) in net:
@@ -129,8 +129,8 @@ class DutView:
         waits for the DUT's DAD of its address in it (``refresh``: the DUT
         holds it already, the RA only renews it).  False: not this case."""
         if (net != self.prefix or self.port is None or self.target.is_lab or self.target.other_routers
-                or net.prefixlen != 64):
-            return False
+                or net.prefixlen != 64 or self._link_withdrawn):
+            return False  # (withdrawn: a check where the tester is the only router owns the link prefix now)
         from ..net.nd import prefix_option, router_advertisement
 
         if self._link_router is None:
@@ -160,13 +160,23 @@ class DutView:
         self._learned.clear()
         self.link_prefix_advertised, self._link_withdrawn = None, False
 
+    def restore_link_prefix(self) -> None:
+        """Before a check where the tester is not the only router: the link
+        prefix withdrawn for an earlier check is advertised again (on-link,
+        preferred; the DUT's address in it is the same)."""
+        if self._link_withdrawn:
+            self._link_withdrawn = False
+            self._advertise_link_prefix(self.prefix, None, refresh=True)
+
     def withdraw_link_prefix(self) -> None:
         """Before a check that needs the tester to be the only router, on a
         DUT the run cannot reset: the link prefix the tester gave it leaves
         the DUT's prefix list and its address is deprecated (an RA with Valid
         and Preferred Lifetime 0: the address keeps its remaining valid
         lifetime, RFC 4862 §5.5.3 e), as a freshly reset DUT would have
-        neither; the next ``global_address()`` of the link advertises it again."""
+        neither; ``restore_link_prefix`` gives it back before the next check
+        that is not such a check (the check itself may advertise the link
+        prefix with the flags it judges)."""
         if self.link_prefix_advertised is None or self._link_withdrawn or self.port is None:
             return
         from ..net.nd import prefix_option, router_advertisement

@@ -387,6 +387,8 @@ class Session:
                     self._was_reset()
                 if not self.lab and "exclusive_router" in c.needs:
                     self.dut.withdraw_link_prefix()  # a reset DUT would not have the tester's link prefix either
+                elif not self.lab:
+                    self.dut.restore_link_prefix()  # (the tester gave it: the only router, Common Test Setup)
                 counters = {**self._bench_counters(), "capture": (0, None)}  # a broken capture stays broken
                 self.capture.begin(pcap)
                 evidence["pcap"] = shown(pcap)
