@@ -273,6 +273,7 @@ class _Merge:
         self.jobs = len(workers) + 1
         self.merged = self.redone = self.deep = 0
         self.reader: Reader | None = None
+        self.known: dict[bytes, list] = {}  # this process's fast.scan knowledge
 
     def keep(self, chunk: int) -> bool:
         owner = chunk % self.jobs
@@ -316,6 +317,8 @@ class _Merge:
         audit, state, hosts = self.audit, self.state, self.audit.hosts
         add = audit.add
         state["replay"] = True
+        restarted = set()
+        audit.watch = restarted.add
         try:
             for rec in batch:
                 if rec[1] < 0:  # the host uses an address it was known by in an earlier chunk
@@ -328,6 +331,12 @@ class _Merge:
                     self.deep += 1
         finally:
             state["replay"] = False
+            audit.watch = None
+        for mac in restarted:  # what this process knew of a host that restarted in the chunk: forgotten,
+            key = bytes.fromhex(mac.replace(":", ""))  # as fast.learn forgets it after a restart it reads itself
+            entry = self.known.get(key)
+            if entry is not None and entry[3] is not entry[0].episode_used:
+                del self.known[key]
 
     def _count(self, summary: dict, quiet: set) -> None:
         audit, hosts = self.audit, self.audit.hosts
@@ -388,11 +397,14 @@ def read_parallel(audit: Audit, path, *, jobs: int, chunk_bytes: int | None = No
                     os._exit(status)
             os.close(notify_w)
             os.close(credit_r)
-            os.write(credit_w, b"x" * CREDITS)
+            try:
+                os.write(credit_w, b"x" * CREDITS)
+            except OSError:  # it ended already (a capture it cannot read): it said why
+                pass
             workers.append({"pid": pid, "notify": os.fdopen(notify_r, "rb"), "credit": credit_w, "failed": False})
         merge = _Merge(audit, state, spool, workers, progress)
         reader = merge.reader = Reader(path, chunk_bytes, merge.keep)
-        known: dict[bytes, list] = {}
+        known = merge.known
         learn = learner(audit.hosts, known, lambda h: h, frozenset)
         _, deep, shortcut = scan(audit, reader, known, learn, state, progress=progress)
         audit.frames += shortcut
