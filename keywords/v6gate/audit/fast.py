@@ -129,10 +129,10 @@ def learner(hosts: dict, known: dict, holder, carried):
         if h is None:
             return
         entry = known.get(src)
-        if entry is None or entry[3] is not h.episode_used:  # a DAD probe of a link-local: a new episode
-            entry = known[src] = [holder(h), set(), set(), h.episode_used, carried()]
-        else:
-            entry[0] = holder(h)
+        if entry is None or (entry[3] is not h.episode_used and entry[3] is not None):  # a DAD probe of a
+            entry = known[src] = [holder(h), set(), set(), h.episode_used, carried()]  # link-local: a new episode
+        else:  # (None: a parallel worker's knowledge of the host, from before this chunk's Audit)
+            entry[0], entry[3] = holder(h), h.episode_used
         v6 = f[v6_src].split(",", 1)[0]
         if v6 and v6 != "::" and (v6 in h.ipv6_addrs or len(h.ipv6_addrs) >= MAX_ADDRESSES) and (
                 h.episode is None or v6 in h.episode_used or len(h.episode_used) >= MAX_ADDRESSES):

@@ -68,7 +68,7 @@ from .tshark import F
 
 #: a capture this large or larger is read in parallel by default (below it the fork and the merge cost
 #: more than the second core gives; measured in docs/v6only.md)
-PARALLEL_MIN_BYTES = 32 << 20
+PARALLEL_MIN_BYTES = 8 << 20
 MIN_CHUNK = 1 << 20
 MAX_CHUNK = 32 << 20
 CREDITS = 4  # chunks a worker may be ahead of the merge
@@ -170,7 +170,8 @@ class _Worker:
         self.state = option_108_decoder(local)
         self.tallies: dict[str, Tally] = {}
         self.known: dict[bytes, list] = {}
-        local.watch = lambda mac: self.tally(mac).block_ipv4()
+        self.v4_hosts: set[str] = set()  # hosts whose IPv4 it has seen (the audit has: that only grows)
+        local.watch = self.watch
         self.learn = learner(local.hosts, self.known, lambda h: self.tally(h.mac), set)
         self.reader = Reader(path, chunk_bytes, self.keep)
         self.out = None  # the current chunk's spool file
@@ -183,8 +184,18 @@ class _Worker:
         if not t.kinds:
             h = self.audit.hosts.get(mac)
             if h is not None and V.IPV4 in h.kinds:
+                self.v4_hosts.add(mac)
+            if mac in self.v4_hosts:
                 t.kinds = {V.IPV4: t.v4}
         return t
+
+    def watch(self, mac: str, what: str) -> None:
+        """An OFFER with option 108 to the host or its restart: its IPv4 frames
+        are dissected for the rest of the chunk; a restart makes what the
+        worker knew of its addresses void (as ``fast.learn`` does)."""
+        self.tally(mac).block_ipv4()
+        if what == "restart":
+            self.known.pop(bytes.fromhex(mac.replace(":", "")), None)
 
     def run(self) -> None:
         scan(self.audit, self.reader, self.known, self.learn, self.state, promote=self.promote, sink=self.sink)
@@ -199,9 +210,17 @@ class _Worker:
             raise SystemExit(0)  # the parent is gone
         self.chunk, self.frames0, self.decoded0, self.deep = chunk, self.reader.frames, self.state["decoded"], 0
         self.out = open(os.path.join(self.spool, f"{chunk}.pickle"), "wb")
+        # a new chunk: a new local Audit (memory: only this chunk's hosts), counters from zero, the
+        # knowledge carried (its facts stay true; what they were learned from need not be kept)
+        local = self.audit
+        local.hosts.clear()
+        local.t0, local.t_last, local.frames = None, 0.0, 0
+        local.rdnss_seen.clear()
+        local.pref64_seen.clear()
         self.tallies.clear()
-        for entry in self.known.values():  # a new chunk: counters from zero, the knowledge carried
+        for entry in self.known.values():
             entry[0] = self.tally(entry[0].mac)
+            entry[3] = None
             if entry[1]:
                 entry[4] |= entry[1]
                 entry[1] = set()
@@ -318,7 +337,7 @@ class _Merge:
         add = audit.add
         state["replay"] = True
         restarted = set()
-        audit.watch = restarted.add
+        audit.watch = lambda mac, what: restarted.add(mac) if what == "restart" else None
         try:
             for rec in batch:
                 if rec[1] < 0:  # the host uses an address it was known by in an earlier chunk
