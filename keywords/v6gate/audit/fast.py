@@ -23,6 +23,9 @@ read live (V6ONLY_WAIT) or matters only to frames that always go deep (a
 SYN).  So the shortcut holds exactly when ``Audit.add`` would only have
 counted: the findings are identical to the deep path's (tested on every
 fixture, edge-case and synthetic capture, and against tshark).
+
+``read_into(..., jobs=2)`` reads the capture's chunks on two processes
+(``parallel.py``) with the same ``scan`` loop and the same result.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ its chunks exactly as a serial audit does (``fast.scan`` into the
 imported again, the parent's pages are shared copy-on-write).
 
 A worker reads its chunks with its own, local ``Audit`` (it never sees the
-other processes' chunks) and writes per chunk, to a spool file: in order,
+other processes' chunks; emptied at each of its chunks: what it carries from
+one to the next is only what it learned of the hosts' addresses, ``known``,
+and which hosts sent IPv4) and writes per chunk, to a spool file: in order,
 the frames it dissected (number, offset, fields, the option-108 value it
 decoded) and the "use" events below, then a summary: per host the frames
 it only counted (frames, bytes, family, IPv4 count, the last such frame's
