@@ -190,3 +190,14 @@ def test_the_progress_line_shows_in_parallel(synthetic):
     progress = Progress((synthetic / "mix.pcap").stat().st_size, stream=out, force=True)
     read_into(Audit(), synthetic / "mix.pcap", jobs=2, chunk_bytes=64 << 10, progress=progress)
     assert "60,000 frames" in out.getvalue() and out.getvalue().endswith("\n")
+
+
+def test_chunks_read_again_by_the_parent_give_the_serial_audit(synthetic, monkeypatch):
+    """The way out when a worker's counting cannot be settled (V6ONLY_WAIT straddled): every worker's
+    chunk read again by the parent, after the worker learned from it, still gives the serial audit."""
+    monkeypatch.setattr(parallel, "_quiet_hosts", lambda audit, tallies: None)
+    for kind in ("mix", "control"):
+        cap = synthetic / f"{kind}.pcap"
+        got, par = outcome(cap, jobs=2, chunk_bytes=64 << 10)
+        assert got == outcome(cap)[0]
+        assert par["chunks_read_again"] >= 3 and par["chunks_merged"] == 0, par
