@@ -74,9 +74,14 @@ class _Out:
         return [",".join(x) for x in self.v]
 
 
+def time_text(ns: int) -> str:
+    """A frame's time as the "time" field shows it (tshark's frame.time_epoch)."""
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
 def fields_of(frame: bytes, linktype: int, orig_len: int, ns: int) -> list[str]:
     out = _Out()
-    out.add("time", f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}")
+    out.add("time", time_text(ns))
     out.add("len", orig_len)
     try:
         _link(out, frame, linktype)

@@ -23,6 +23,9 @@ read live (V6ONLY_WAIT) or matters only to frames that always go deep (a
 SYN).  So the shortcut holds exactly when ``Audit.add`` would only have
 counted: the findings are identical to the deep path's (tested on every
 fixture, edge-case and synthetic capture, and against tshark).
+
+``read_into(..., jobs=2)`` reads the capture's chunks on two processes
+(``parallel.py``) with the same ``scan`` loop and the same result.
 """
 
 from __future__ import annotations
@@ -99,28 +102,94 @@ def _icmp6_counted(fr: bytes, o: int, end: int, hlim: int, addrs: bytes) -> bool
     return _ok(addrs + (end - o).to_bytes(4, "big") + b"\0\0\0\x3a", fr[o:end])
 
 
-def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress | None = None) -> dict:
-    """Feed every frame of ``path`` to ``audit``; returns counters
-    (packets, deep-dissected frames, option-108 decodes, bytes)."""
-    reader = Reader(path)
-    known: dict[bytes, list] = {}  # raw MAC -> [Host, {raw IPv6 source}, {raw IPv4 source}, its episode's set]
-    hosts = audit.hosts
-    state = {"frame": b"", "decoded": 0}
+def option_108_decoder(audit: Audit) -> dict:
+    """Make ``audit`` decode option 108 from the frame being added
+    (``state["frame"]``); ``state["decoded"]`` counts the decodes; while
+    ``state["replay"]`` (a parallel audit merging a worker's frames), the
+    value the worker decoded, ``state["opt"]``, is taken instead."""
+    state = {"frame": b"", "decoded": 0, "opt": None, "replay": False}
 
     def option_108(_offset):
+        if state["replay"]:
+            return state["opt"]
         state["decoded"] += 1
-        return dissect.option_108(state["frame"])
+        state["opt"] = value = dissect.option_108(state["frame"])
+        return value
 
     audit.option_108 = option_108
+    return state
+
+
+def learner(hosts: dict, known: dict, holder, carried):
+    """``learn(src, fields)``, after a deep frame from raw MAC ``src``: record
+    in ``known[src]`` = [``holder(host)``, {raw IPv6 source}, {raw IPv4
+    source}, the host's episode set, ``carried``] the source addresses for
+    which a counted frame of the host would change nothing but counters."""
+    esrc, v6_src, ip_src = F["esrc"], F["v6_src"], F["ip_src"]
+
+    def learn(src: bytes, f: list) -> None:
+        h = hosts.get(f[esrc])
+        if h is None:
+            return
+        entry = known.get(src)
+        if entry is None or (entry[3] is not h.episode_used and entry[3] is not None):  # a DAD probe of a
+            entry = known[src] = [holder(h), set(), set(), h.episode_used, carried()]  # link-local: a new episode
+        else:  # (None: a parallel worker's knowledge of the host, from before this chunk's Audit)
+            entry[0], entry[3] = holder(h), h.episode_used
+        v6 = f[v6_src].split(",", 1)[0]
+        if v6 and v6 != "::" and (v6 in h.ipv6_addrs or len(h.ipv6_addrs) >= MAX_ADDRESSES) and (
+                h.episode is None or v6 in h.episode_used or len(h.episode_used) >= MAX_ADDRESSES):
+            entry[1].add(socket.inet_pton(socket.AF_INET6, v6))
+        v4 = f[ip_src].split(",", 1)[0]
+        if v4 and (v4 == "0.0.0.0" or v4 in h.ipv4_addrs or len(h.ipv4_addrs) >= MAX_ADDRESSES):
+            entry[2].add(socket.inet_aton(v4))
+
+    return learn
+
+
+NOTHING = frozenset()
+
+
+def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress | None = None, jobs: int = 1,
+              chunk_bytes: int | None = None) -> dict:
+    """Feed every frame of ``path`` to ``audit``; returns counters
+    (packets, deep-dissected frames, option-108 decodes, bytes, workers).
+    ``jobs`` > 1: on that many processes over the capture's chunks
+    (``parallel.py``; the same result), except for a gzip'ed capture."""
+    if jobs > 1 and not deep_only and Reader(path).fmt != "gzip":
+        from .parallel import read_parallel
+
+        return read_parallel(audit, path, jobs=jobs, chunk_bytes=chunk_bytes, progress=progress)
+    reader = Reader(path)
+    known: dict[bytes, list] = {}
+    state = option_108_decoder(audit)
+    learn = learner(audit.hosts, known, lambda h: h, lambda: NOTHING)
+    _, deep, shortcut = scan(audit, reader, known, learn, state, deep_only=deep_only, progress=progress)
+    audit.frames += shortcut  # Audit.add counts the deep ones itself
+    if progress is not None:
+        progress.update(reader.frames, reader.bytes_read, final=progress.shown)
+    return {"packets": reader.frames, "deep_frames": deep, "decoded_108": state["decoded"], "bytes": reader.size,
+            "workers": 1, "pid": os.getpid()}
+
+
+def scan(audit: Audit, reader: Reader, known: dict, learn, state: dict, *, promote=None, sink=None,
+         deep_only: bool = False, progress: Progress | None = None) -> tuple[int, int, int]:
+    """The frames ``reader`` hands out into ``audit``: counted from their
+    headers when ``known`` says that is all ``Audit.add`` would do (into
+    ``known[mac][0]``: the Host, or a parallel worker's tally), else
+    dissected, added, given to ``sink(frame number, offset, fields)`` and
+    ``learn``ed from.  ``promote(entry, raw IPv6 source, frame number,
+    ns)``: an address of ``entry[4]`` (a parallel worker's knowledge from
+    an earlier chunk) is used.  Returns (frames, deep, counted)."""
     fields_of, add = dissect.fields_of, audit.add
     ipv4_kind = V.IPV4
-    n = deep = shortcut = 0
-    check_every = 1 << 16
+    k = deep = shortcut = 0
+    check_every = (1 << 16) - 1
     fast, from_bytes, unpack_ports, control_ports = not deep_only, int.from_bytes, _HH.unpack_from, CONTROL_PORTS
     for off, ns, orig, lt, fr in reader:
-        n += 1
-        if progress is not None and not n % check_every:
-            progress.update(n, reader.bytes_read)
+        k += 1
+        if progress is not None and not k & check_every:
+            progress.update(reader.frames, reader.bytes_read)
         if fast and lt == 1 and len(fr) >= 54 and not fr[6] & 1:
             entry = known.get(fr[6:12])
             if entry is not None:
@@ -142,7 +211,9 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
                     end = o + ((fr[l3 + 4] << 8) | fr[l3 + 5])
                     while (nh == 0 or nh == 60) and o + 8 <= end:  # hop-by-hop, destination options
                         nh, o = fr[o], o + (fr[o + 1] + 1) * 8
-                    if o + 8 <= end <= flen and fr[l3 + 8:l3 + 24] in entry[1]:
+                    if o + 8 <= end <= flen and (fr[l3 + 8:l3 + 24] in entry[1] or (
+                            entry[4] and fr[l3 + 8:l3 + 24] in entry[4] and promote(entry, fr[l3 + 8:l3 + 24],
+                                                                                    reader.frames, ns))):
                         if nh == 6 or nh == 17:
                             sport, dport = unpack_ports(fr, o)
                             seg_end = 0
@@ -221,25 +292,10 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
         deep += 1
         state["frame"] = fr
         f = fields_of(fr, lt, orig, ns)
-        add(n, off, f)
+        add(reader.frames, off, f)
+        if sink is not None:
+            sink(reader.frames, off, f)
         if deep_only or lt != 1 or len(fr) < 14:
             continue
-        src = fr[6:12]
-        h = hosts.get(f[F["esrc"]])
-        if h is None:
-            continue
-        entry = known.get(src)
-        if entry is None or entry[3] is not h.episode_used:  # a DAD probe of a link-local: a new episode
-            entry = known[src] = [h, set(), set(), h.episode_used]
-        v6 = f[F["v6_src"]].split(",", 1)[0]
-        if v6 and v6 != "::" and (v6 in h.ipv6_addrs or len(h.ipv6_addrs) >= MAX_ADDRESSES) and (
-                h.episode is None or v6 in h.episode_used or len(h.episode_used) >= MAX_ADDRESSES):
-            entry[1].add(socket.inet_pton(socket.AF_INET6, v6))
-        v4 = f[F["ip_src"]].split(",", 1)[0]
-        if v4 and (v4 == "0.0.0.0" or v4 in h.ipv4_addrs or len(h.ipv4_addrs) >= MAX_ADDRESSES):
-            entry[2].add(socket.inet_aton(v4))
-    audit.frames += shortcut  # Audit.add counts the deep ones itself
-    if progress is not None:
-        progress.update(n, reader.bytes_read, final=progress.shown)
-    return {"packets": n, "deep_frames": deep, "decoded_108": state["decoded"], "bytes": reader.size,
-            "workers": 1, "pid": os.getpid()}
+        learn(fr[6:12], f)
+    return k, deep, shortcut

@@ -33,6 +33,7 @@ from .capture import EPB, OPB, PCAP_MAGICS, PCAPNG_SHB, SPB, capture_format
 READ = 4 << 20  # bytes per read: big enough that the per-read cost vanishes
 MAX_RECORD = 0x4000000  # 64 MiB: larger is a damaged length field, not a frame
 IDB = 1
+INF = float("inf")
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
 _U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
 
@@ -75,13 +76,32 @@ class Reader:
 
     ``ns`` is the frame's time as integer nanoseconds since the epoch (as
     tshark's frame.time_epoch shows it); ``frame`` is a bytes object.
-    ``frames`` counts what was handed out; ``bytes_read`` where it got."""
+    ``frames`` counts the frames read (the number of the one just handed
+    out); ``bytes_read`` where it got.
 
-    def __init__(self, path: Path):
+    Chunks (a parallel audit): with ``chunk_bytes``, the record or block
+    starting at byte offset ``off`` belongs to chunk ``off // chunk_bytes``;
+    ``keep(chunk)`` is called when the walk enters a chunk and says whether
+    its frames are handed out.  The frames of the other chunks are walked
+    (their headers read and checked exactly as the handed-out ones, pcapng
+    sections and interfaces taken in, ``frames`` counted) but not handed
+    out, so every process that walks the file agrees on the chunks, the
+    frame numbers and where a damaged capture fails."""
+
+    def __init__(self, path: Path, chunk_bytes: int = 0, keep=None):
         self.path = Path(path)
         self.fmt = capture_format(self.path)
         self.frames = 0
         self.size = self.path.stat().st_size
+        self.chunk_bytes = chunk_bytes if keep is not None and chunk_bytes > 0 else 0
+        self.keep = keep
+        self.chunk = -1  # the chunk the walk is in
+
+    def _enter(self, off: int) -> tuple[float, bool]:
+        """The walk reached a record or block at ``off`` past the current
+        chunk: (where the chunk it is in ends, whether its frames are handed out)."""
+        self.chunk = off // self.chunk_bytes
+        return (self.chunk + 1) * self.chunk_bytes, bool(self.keep(self.chunk))
 
     @property
     def bytes_read(self) -> int:
@@ -124,6 +144,7 @@ class Reader:
         b.pos = 24
         rec = struct.Struct(endian + "IIII")
         unpack = rec.unpack_from
+        boundary, kept = (0 if self.chunk_bytes else INF), True
         while True:
             if len(b.buf) - b.pos < 16 and not b.need(16):
                 if b.left():
@@ -141,9 +162,12 @@ class Reader:
                 pos = b.pos
                 end = pos + 16 + incl
             b.pos = end
+            off = b.base + pos
+            if off >= boundary:
+                boundary, kept = self._enter(off)
             self.frames += 1
-            yield (b.base + pos, sec * 1_000_000_000 + (frac if nano else frac * 1000), orig, linktype,
-                   b.buf[pos + 16:end])
+            if kept:
+                yield off, sec * 1_000_000_000 + (frac if nano else frac * 1000), orig, linktype, b.buf[pos + 16:end]
 
     # -- pcapng -----------------------------------------------------------------------------------------
     def _pcapng(self, b: _Buffer):
@@ -152,12 +176,15 @@ class Reader:
         hdr = {"<": struct.Struct("<II"), ">": struct.Struct(">II")}
         epb = {"<": struct.Struct("<IIIII"), ">": struct.Struct(">IIIII")}
         opb = {"<": struct.Struct("<HHIIII"), ">": struct.Struct(">HHIIII")}
+        boundary, kept = (0 if self.chunk_bytes else INF), True
         while True:
             if not b.need(8):
                 if b.left():
                     raise self._truncated("a block header", b.base + b.pos)
                 return
             pos, off = b.pos, b.base + b.pos
+            if off >= boundary:
+                boundary, kept = self._enter(off)
             if b.buf[pos:pos + 4] == PCAPNG_SHB:
                 if not b.need(12):
                     raise self._truncated("a section header", off)
@@ -202,7 +229,8 @@ class Reader:
                 units = (hi << 32) | lo
                 ns = units * 1_000_000_000 // per_s if per_s != 1_000_000 else units * 1000
                 self.frames += 1
-                yield off, ns + tsoff * 1_000_000_000, orig, linktype, buf[pos + 28:pos + 28 + caplen]
+                if kept:
+                    yield off, ns + tsoff * 1_000_000_000, orig, linktype, buf[pos + 28:pos + 28 + caplen]
             elif btype == SPB:
                 if blen < 16:
                     raise self._corrupt(f"pcapng simple packet block (length {blen})", off)
@@ -211,7 +239,8 @@ class Reader:
                 orig = _U32[endian].unpack_from(buf, pos + 8)[0]
                 linktype, snap = ifaces[0][0], blen - 16
                 self.frames += 1
-                yield off, 0, orig, linktype, buf[pos + 12:pos + 12 + min(orig, snap)]
+                if kept:
+                    yield off, 0, orig, linktype, buf[pos + 12:pos + 12 + min(orig, snap)]
             elif btype == IDB:
                 if blen < 20:
                     raise self._corrupt(f"pcapng interface description (length {blen})", off)

@@ -20,7 +20,10 @@ def register(subparsers) -> None:
     ap.add_argument("--engine", choices=("fast", "tshark"), default="fast",
                     help="fast: a header scan, only the frames that matter dissected (default); tshark: every frame "
                          "decoded by tshark (slow; the reference the fast path is tested against)")
-    ap.add_argument("--jobs", type=int, default=None, help="tshark processes in parallel (--engine tshark; default: 2)")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="processes reading in parallel: the fast engine's over the capture's chunks (default: 2 on "
+                         "2 or more cores for a capture of 8 MiB or more, else 1; a gzip'ed capture is read by one), "
+                         "tshark's (--engine tshark; default: 2)")
     ap.add_argument("--chunk", type=int, default=100_000, help="packets per tshark process (--engine tshark)")
     ap.set_defaults(func=cmd_audit)
 
