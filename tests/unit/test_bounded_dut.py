@@ -206,3 +206,33 @@ def test_before_a_router_check_the_link_prefix_is_withdrawn_and_given_back_after
     assert view.port.sent[2][ICMPv6NDOptPrefixInfo].validlifetime > 0  # on-link and preferred again
     view.forget()
     assert view._learned == {} and view.link_prefix_advertised is None
+
+
+def test_ra_parameters_a_check_set_are_restored_on_a_dut_the_run_does_not_reset():
+    from scapy.layers.inet6 import ICMPv6ND_RA, ICMPv6NDOptMTU, IPv6
+    from scapy.layers.l2 import Ether
+
+    ctx, _ = _ctx(slots=2)
+    ctx.port = _RecordingPort()
+    ctx.target.link_mtu = 1500
+    ctx._link_parameters = [set(), None]
+    ra = (Ether(src="02:00:00:00:00:01") / IPv6(src="fe80::1", dst="ff02::1", hlim=255)
+          / ICMPv6ND_RA(routerlifetime=0, reachabletime=500, chlim=0) / ICMPv6NDOptMTU(mtu=1280))
+    ctx._advertised = {}
+    ctx._remember_advertisement(ra)
+    ctx.restore_link_parameters()
+    (back,) = ctx.port.sent
+    assert back[ICMPv6ND_RA].reachabletime == 30_000 and back[ICMPv6ND_RA].chlim == 0  # hop limit was not touched
+    assert back[ICMPv6ND_RA].retranstimer == 0 and back[ICMPv6NDOptMTU].mtu == 1500
+    assert back[ICMPv6ND_RA].routerlifetime == 0 and back[IPv6].src == "fe80::1"
+    ctx.restore_link_parameters()
+    assert len(ctx.port.sent) == 1  # once
+
+
+def test_room_is_made_before_the_first_probe_without_skipping():
+    ctx, ledger = _ctx(slots=1)
+    ledger.advertise(A, 60, "slaac.other#A", 1000.0)
+    ctx.make_room_first()
+    assert ctx.port.t >= 1060 and "before the first probe" in ctx.timeline[-1][1]
+    ledger.advertise(B, 0xFFFFFFFF, "slaac.other#J", ctx.port.t)
+    ctx.make_room_first()  # cannot be made: the check may form no address, so it goes on

@@ -13,7 +13,7 @@ class _Port:
 def _ctx():
     ctx = CheckContext.__new__(CheckContext)
     ctx.nodes, ctx._deferred, ctx.cleanup_errors, ctx.port = {}, [], [], _Port()
-    ctx._advertised, ctx.setup = {}, ()  # no router advertised by this check: nothing to withdraw
+    ctx._advertised, ctx.setup, ctx._link_parameters = {}, (), [set(), None]  # nothing advertised: nothing to withdraw
     return ctx
 
 

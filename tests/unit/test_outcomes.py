@@ -189,7 +189,7 @@ def test_a_check_withdraws_what_it_advertised_but_not_the_links_prefix():
     port = SimpleNamespace(now=lambda: 0.0, send=lambda p: sent.append(p) or 0.0, remove_responder=lambda r: None)
     ctx = CheckContext.__new__(CheckContext)
     ctx.port, ctx.nodes, ctx._deferred, ctx.setup, ctx.timeline, ctx.t0 = port, {}, [], (), [], 0.0
-    ctx._advertised, ctx.session = {}, None  # no session: no address ledger
+    ctx._advertised, ctx.session, ctx._link_parameters = {}, None, [set(), None]  # no session: no address ledger
     ctx.target = SimpleNamespace(link_prefix=ipaddress.IPv6Network("2001:db8:1::/64"))
     tr1 = EmulatedNode.fresh("TR1", ctx.target.link_prefix, router=True)
     ctx.send(router_advertisement(tr1, router_lifetime=600, prefixes=[

@@ -63,10 +63,12 @@ def _v1_report_for(t, group: str, since: float, within: float):
     return t.port.expect(t.from_dut(lambda p: is_v1_report(p, group)), within, since=since)
 
 
-#: the querier's timers set before a check switches the DUT to MLDv1 compatibility mode: QRV 2, QQIC 1 s and a
-#: Maximum Response Delay of 100 ms make its Older Version Querier Present Timeout (RFC 3810 §9.12: QRV x QQI +
-#: QRI) 2.1 s instead of the default 260 s, so a DUT that is not reset between checks is back in MLDv2 soon
-SHORT_QRV, SHORT_QQIC, SHORT_MRD_MS = 2, 1, 100
+#: the querier's timers set before a check switches the DUT to MLDv1 compatibility mode: QRV 2, QQIC 6 s and a
+#: Maximum Response Delay of 1 s make its Older Version Querier Present Timeout (RFC 3810 §9.12: QRV x QQI + QRI)
+#: 13 s instead of the default 260 s, so a DUT that is not reset between checks is back in MLDv2 soon, yet stays
+#: in MLDv1 longer than the longest Maximum Response Delay an MLDv1 check asks for (10 s): a Report the DUT
+#: delays that long is still an MLDv1 Report
+SHORT_QRV, SHORT_QQIC, SHORT_MRD_MS = 2, 6, 1000
 OLDER_VERSION_TIMEOUT_S = SHORT_QRV * SHORT_QQIC + SHORT_MRD_MS / 1000
 
 

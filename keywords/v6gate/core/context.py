@@ -31,6 +31,7 @@ from scapy.layers.inet6 import (
     ICMPv6EchoRequest,
     ICMPv6ND_NS,
     ICMPv6ND_RA,
+    ICMPv6NDOptMTU,
     ICMPv6NDOptPrefixInfo,
     ICMPv6NDOptSrcLLAddr,
     IPv6,
@@ -53,6 +54,10 @@ from .verdict import NotJudged, Outcome, Verdict
 #: valid and preferred lifetime of the link prefix when the tester itself advertises it (no other router on the
 #: link): one address on the DUT, re-advertised after half of it, gone this long after the run
 LINK_PREFIX_LIFETIME_S = 1800
+
+
+#: what an RA of the tester sets back when a check changed it on a DUT the run does not reset (RFC 4861 §10)
+RESTORE_REACHABLE_MS, RESTORE_RETRANS_MS = 30_000, 1_000
 
 
 class NotApplicable(Exception):
@@ -265,6 +270,7 @@ class CheckContext:
         self.cleanup_errors: list[str] = []  # exceptions of deferred cleanups (logged into the result)
         self.dut_sent: list[str] = []
         self._advertised: dict[tuple[str, str], dict] = {}  # router (mac, ll) -> {(prefix, len): (L, A)}
+        self._link_parameters: list = [set(), None]  # RA fields this check set on the DUT, and the last router
         self.primed: set[str] = set()  # node addresses the DUT was given a neighbour entry for (common setup)
         self.setup = setup_of(check)
         self.t0 = port.now()
@@ -346,6 +352,34 @@ class CheckContext:
         if ra.routerlifetime or prefixes:
             key = (pkt[Ether].src, pkt[IPv6].src)
             self._advertised.setdefault(key, {}).update(prefixes)
+        changed = {name for name, value in (("chlim", ra.chlim), ("reachabletime", ra.reachabletime),
+                                            ("retranstimer", ra.retranstimer),
+                                            ("mtu", pkt.getlayer(ICMPv6NDOptMTU))) if value}
+        if changed:
+            self._link_parameters[0].update(changed)
+            self._link_parameters[1] = (pkt[Ether].src, pkt[IPv6].src)
+
+    def restore_link_parameters(self) -> None:
+        """Leave the DUT as found: its Cur Hop Limit, BaseReachableTime,
+        RetransTimer and link MTU, which an RA of this check set and which a
+        DUT keeps until another RA sets them (RFC 4861 §6.3.4), go back to
+        the protocol defaults (64, REACHABLE_TIME 30 s, RETRANS_TIMER 1 s,
+        RFC 4861 §10) and the target's link MTU.  Only on a DUT the run does
+        not reset (the lab gives every check a fresh DUT)."""
+        changed, router = self._link_parameters
+        if not changed or router is None:
+            return
+        mac, ll = router
+        ra = (Ether(src=mac, dst=P.multicast_mac(P.ALL_NODES)) / IPv6(src=ll, dst=P.ALL_NODES, hlim=255)
+              / ICMPv6ND_RA(routerlifetime=0, chlim=64 if "chlim" in changed else 0,
+                            reachabletime=RESTORE_REACHABLE_MS if "reachabletime" in changed else 0,
+                            retranstimer=RESTORE_RETRANS_MS if "retranstimer" in changed else 0)
+              / ICMPv6NDOptSrcLLAddr(lladdr=mac))
+        if "mtu" in changed:
+            ra = ra / ICMPv6NDOptMTU(mtu=self.target.link_mtu)
+        self.port.send(ra)
+        self.note(f"restored the DUT's {', '.join(sorted(changed))} (RA from {ll})")
+        self._link_parameters = [set(), None]
 
     @property
     def _owner(self) -> str:
@@ -361,12 +395,28 @@ class CheckContext:
             return
         ledger, now = session.ledger, self.port.now()
         new = [net for net, valid in forms if valid and not ledger.holds(net, now)]
-        if not new:
-            return
+        if new:
+            self._wait_for_room(len(new), slots, skip=True)
+
+    def make_room_first(self) -> None:
+        """Before the check's first probe, on a DUT with a bounded address
+        table: room for one prefix, so that a check that forms an address
+        does not wait for it in the middle, after it set up neighbour
+        entries or timers that the wait would let run out."""
+        session = self.session
+        slots = session.address_slots() if session is not None else None
+        if slots is not None:
+            self._wait_for_room(1, slots, skip=False, first=True)
+
+    def _wait_for_room(self, count: int, slots: int, *, skip: bool, first: bool = False) -> None:
+        ledger, now = self.session.ledger, self.port.now()
         per_prefix = 2 if self.target.claims("Temp-Addr") else 1
-        wait = ledger.wait_for_room(len(new), slots=slots, per_prefix=per_prefix, owner=self._owner, now=now)
+        new = [None] * count
+        wait = ledger.wait_for_room(count, slots=slots, per_prefix=per_prefix, owner=self._owner, now=now)
         held = ", ".join(f"{e.prefix} (by {e.owner}, {e.expires - now:.0f} s left)" for e in ledger.live(now))
         limit = float(self.target.timing["address_room_wait_s"])
+        if (wait is None or wait > limit) and not skip:
+            return  # the check may form no address at all; if it does, its RA says whether it fits
         if wait is None or wait > limit:
             # the DUT behaves: its declared table is full of the run's own addresses (an RA cannot take them back
             # before their valid lifetime runs out, RFC 4862 §5.5.3 e), so the part cannot be judged on this DUT
@@ -382,7 +432,8 @@ class CheckContext:
             raise NotApplicable(f"{why}: reset the DUT between checks (control.adapter) or run this part on its own")
         if wait > 0:
             self.note(f"waiting {wait:.1f} s for room in the DUT's address table (max_addresses "
-                      f"{self.target.dut_max_addresses}): the run's addresses in {held} run out first")
+                      f"{self.target.dut_max_addresses}){' before the first probe' if first else ''}: the run's "
+                      f"addresses in {held} run out first")
             self.measurements["address_room_wait_s"] = round(self.measurements.get("address_room_wait_s", 0)
                                                              + wait, 1)
             self.wait(wait)
@@ -412,6 +463,11 @@ class CheckContext:
             self.session.ledger.advertise(net, valid, self._owner, when)
 
     def cleanup(self) -> None:
+        if self._link_parameters[0] and self.session is not None and not getattr(self.session, "lab", None):
+            try:
+                self.restore_link_parameters()
+            except Exception as exc:  # leaving the DUT tidy must never change the check's verdict
+                self.cleanup_errors.append(f"restore_link_parameters: {type(exc).__name__}: {exc}")
         if self._advertised and "keep_state" not in self.setup:
             try:
                 self.withdraw()

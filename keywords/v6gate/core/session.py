@@ -395,6 +395,8 @@ class Session:
                 ctx = CheckContext(check=c, part=part, port=self.port, target=self.target,
                                    control=self.control, dut=self.dut, session=self)
                 self._wait_for_settle(ctx)
+                if not self.lab:
+                    ctx.make_room_first()
                 if c.liveness:
                     ctx.require_reachable()
                 outcome = c.func(ctx)
