@@ -82,8 +82,8 @@ def _v1_query(t, **fields):
         since = t.send(mld_query(_querier(t), version=2, mrd_ms=SHORT_MRD_MS, qrv=SHORT_QRV, qqic=SHORT_QQIC),
                        label=f"MLDv2 General Query (QRV {SHORT_QRV}, QQIC {SHORT_QQIC} s, MRD {SHORT_MRD_MS} ms): "
                              f"MLDv1 compatibility will last {OLDER_VERSION_TIMEOUT_S:g} s after the last MLDv1 Query")
-        t.port.expect(t.from_dut(lambda p: reports_group(p, _group(t))), SHORT_MRD_MS / 1000 + _slack(t),
-                      since=since)
+        # its answer (current-state records), not a State-Change Report the DUT may still repeat after its start
+        t.port.expect(t.from_dut(_current_state_for(_group(t))), SHORT_MRD_MS / 1000 + _slack(t), since=since)
         t.wait(0.1)  # the rest of the answer
         t.defer(lambda: t.dut_keeps_state(OLDER_VERSION_TIMEOUT_S + _slack(t),
                                           "the DUT stays in MLDv1 compatibility mode for its Older Version Querier "
@@ -507,14 +507,18 @@ def done_on_leave(t):
 
 # -- MLDv2 (RFC 3810) ---------------------------------------------------------------------------------
 
+def _current_state_for(group: str):
+    """An MLDv2 Report with a current-state record for ``group``: an answer to a Query."""
+    return lambda p: is_v2_report(p) and any(r.rtype in (1, 2) and P.same_address(r.group, group)
+                                             for r in v2_records(p))
+
+
 def _v2_answer(t, *, specific: bool):
     group, tq = _group(t), _querier(t)
     mrd_ms = 1000
     q = mld_query(tq, version=2, mrd_ms=mrd_ms, group=group if specific else "::")
     since = t.send(q, label=f"MLDv2 {'Multicast Address Specific' if specific else 'General'} Query, MRD {mrd_ms} ms")
-    frame = t.port.expect(t.from_dut(lambda p: is_v2_report(p) and any(
-        r.rtype in (1, 2) and P.same_address(r.group, group) for r in v2_records(p))), mrd_ms / 1000 + _slack(t),
-        since=since)
+    frame = t.port.expect(t.from_dut(_current_state_for(group)), mrd_ms / 1000 + _slack(t), since=since)
     return frame, since
 
 
