@@ -236,3 +236,16 @@ def test_room_is_made_before_the_first_probe_without_skipping():
     assert ctx.port.t >= 1060 and "before the first probe" in ctx.timeline[-1][1]
     ledger.advertise(B, 0xFFFFFFFF, "slaac.other#J", ctx.port.t)
     ctx.make_room_first()  # cannot be made: the check may form no address, so it goes on
+
+
+def test_an_ra_that_sets_only_the_values_restore_would_set_needs_no_restore():
+    from scapy.layers.inet6 import ICMPv6ND_RA, IPv6
+    from scapy.layers.l2 import Ether
+
+    ctx, _ = _ctx(slots=2)
+    ctx.port = _RecordingPort()
+    ctx._link_parameters, ctx._advertised = [set(), None], {}
+    ctx._remember_advertisement(Ether(src="02:00:00:00:00:01") / IPv6(src="fe80::1", dst="ff02::1", hlim=255)
+                                / ICMPv6ND_RA(routerlifetime=0, chlim=64, reachabletime=30_000, retranstimer=0))
+    ctx.restore_link_parameters()
+    assert ctx.port.sent == []

@@ -352,9 +352,13 @@ class CheckContext:
         if ra.routerlifetime or prefixes:
             key = (pkt[Ether].src, pkt[IPv6].src)
             self._advertised.setdefault(key, {}).update(prefixes)
-        changed = {name for name, value in (("chlim", ra.chlim), ("reachabletime", ra.reachabletime),
-                                            ("retranstimer", ra.retranstimer),
-                                            ("mtu", pkt.getlayer(ICMPv6NDOptMTU))) if value}
+        mtu = pkt.getlayer(ICMPv6NDOptMTU)
+        # a field the RA leaves unspecified (0) or sets to the value restore_link_parameters would set changes nothing
+        changed = {name for name, value, default in (
+            ("chlim", ra.chlim, 64), ("reachabletime", ra.reachabletime, RESTORE_REACHABLE_MS),
+            ("retranstimer", ra.retranstimer, RESTORE_RETRANS_MS),
+            ("mtu", mtu.mtu if mtu is not None else 0, mtu is not None and self.target.link_mtu))
+            if value and value != default}
         if changed:
             self._link_parameters[0].update(changed)
             self._link_parameters[1] = (pkt[Ether].src, pkt[IPv6].src)
@@ -411,7 +415,6 @@ class CheckContext:
     def _wait_for_room(self, count: int, slots: int, *, skip: bool, first: bool = False) -> None:
         ledger, now = self.session.ledger, self.port.now()
         per_prefix = 2 if self.target.claims("Temp-Addr") else 1
-        new = [None] * count
         wait = ledger.wait_for_room(count, slots=slots, per_prefix=per_prefix, owner=self._owner, now=now)
         held = ", ".join(f"{e.prefix} (by {e.owner}, {e.expires - now:.0f} s left)" for e in ledger.live(now))
         limit = float(self.target.timing["address_room_wait_s"])
@@ -423,8 +426,8 @@ class CheckContext:
             # now; a FAIL "formed no address" would be the bench's doing
             size = self.target.dut_max_addresses
             own = [e for e in ledger.live(now) if e.owner == self._owner]
-            if wait is None and (len(own) + len(new)) * per_prefix > slots:
-                why = self._too_many(len(own) + len(new), slots)
+            if wait is None and (len(own) + count) * per_prefix > slots:
+                why = self._too_many(len(own) + count, slots)
             else:
                 why = (f"the DUT's address table (dut.max_addresses {size}) is full of the run's earlier addresses "
                        f"({held}), which an RA cannot take back (RFC 4862 §5.5.3 e)"
