@@ -31,3 +31,35 @@ def test_two_noisy_probes_are_averaged():
     probes = [(300, _eff(300) + 0.01), (400, _eff(400) - 0.01)]
     n = next_rule_count(probes, 0.94)
     assert 300 < n < 500
+
+
+def test_every_calibrated_gate_names_a_family_gate_and_its_variant():
+    from v6gate.core.check import find
+    from v6gate.gates.calibrate import GATES
+    from v6gate.gates.profiles import profile_of
+
+    for key, (check_id, gate, mechanism, variant) in GATES.items():
+        c = find(check_id)
+        prof = profile_of(gate, variant)
+        assert prof.compare == "family", key
+        assert mechanism == "nft", key
+        assert (variant is None) == (len(c.parts) == 1 and c.parts[0].letter is None), key
+
+
+def test_the_tuner_takes_the_gates_own_pair_in_the_order_asked(monkeypatch):
+    """A gate whose arms are two trials (the 16 KB stream's iperf3): the pair runs them in the order
+    asked; an alternated gate (RR): one trial holds both, in that order."""
+    from v6gate.gates import run, workloads
+    from v6gate.gates.profiles import profile_of
+
+    calls = []
+    monkeypatch.setattr(workloads, "iperf3", lambda bench, prof, fam, baseline: calls.append((fam, baseline)) or fam)
+    pair = run.family_pair(profile_of("stream_16k", None), bench=object())
+    assert pair(("v6", "v4")) == ("v6", "v4")
+    assert calls == [("v6", False), ("v4", True)]
+    seen = []
+    monkeypatch.setattr(workloads, "loadgen_alternate",
+                        lambda bench, prof, order, **kw: seen.append((order, kw["compare"])) or tuple(order))
+    pair = run.family_pair(profile_of("rr", "1x1500"), bench=object())
+    assert pair(("v4", "v6")) == ("v4", "v6")
+    assert seen == [(("v4", "v6"), "family")]

@@ -1,4 +1,4 @@
-"""``v6gate calibrate``: prove a family gate (STR or RR) on the lab (A/A vs an IPv6-only
+"""``v6gate calibrate``: prove a family gate (STR, RR, 16 KB stream, iSCSI, NFS) on the lab (A/A vs an IPv6-only
 handicap of 2x the margin) and write the figures to reports/calibration/."""
 
 from __future__ import annotations
@@ -11,14 +11,16 @@ from ..errors import UsageError
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "calibrate", help="run the STR or RR gate repeatedly on the lab, A/A and with an IPv6-only handicap; write "
+        "calibrate", help="run a family gate repeatedly on the lab, A/A and with an IPv6-only handicap; write "
                           "false-FAIL / detection / INCONCLUSIVE rates and seconds per decision")
     p.add_argument("--runs", type=int, default=20, help="runs of each setup (default 20: the targets are 'in 20')")
     p.add_argument("--factor", type=float, default=2.0, help="handicap as a multiple of the margin (default 2)")
-    p.add_argument("--gate", choices=["str", "rr"], default="str",
-                   help="the default family gate to calibrate (STR or RR); the handicap is an "
-                        "IPv6-only per-packet CPU cost (nft rules in the DUT) tuned to 2x the margin")
-    p.add_argument("--variant", default="1x1500", help="gate variant (fixtures/gates/profiles.yaml; default 1x1500)")
+    p.add_argument("--gate", choices=["str", "rr", "stream16k", "iscsi", "nfs"], default="str",
+                   help="the family gate to calibrate (STR, RR, the 16 KB stream, iSCSI or NFSv3 sequential "
+                        "I/O); the handicap is an IPv6-only per-packet CPU cost (nft rules in the DUT) tuned to "
+                        "2x the margin")
+    p.add_argument("--variant", help="gate variant (fixtures/gates/profiles.yaml; default 1x1500 for str and "
+                                     "rr, 64k_read for iscsi and nfs)")
     p.add_argument("--regime", choices=["cpu", "shaped"], default="cpu",
                    help="cpu: the veth as it is, nft handicap; shaped (STR only): both families shaped below "
                         "the CPU-bound rate with HTB, the handicap an IPv6 rate cap")

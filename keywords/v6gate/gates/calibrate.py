@@ -1,8 +1,8 @@
-"""Calibration: a family gate (STR or RR), run again and again on the lab,
+"""Calibration: a family gate (STR, RR, the 16 KB stream, iSCSI or NFS), run again and again on the lab,
 with no handicap (A/A) and with an IPv6-only handicap of 2x the margin, to
 measure what the gate's verdicts are worth on this machine.
 
-``--regime cpu`` (default; ``--gate str`` or ``rr``): the handicap is an
+``--regime cpu`` (default; every ``--gate``): the handicap is an
 IPv6-only CPU cost per packet: N non-matching nftables rules in ip6 input
 and output chains of the DUT (the A/A setup has the same chains, empty, in
 both families), N tuned with alternated probe trials (the gate's own
@@ -55,10 +55,16 @@ from . import stats
 from .profiles import profile_of
 
 CHECK = "perf.ipv6_streaming_is_not_slower_than_ipv4"
-#: --gate -> (check id, profile gate name, handicap mechanism)
-#: (the 16 KB stream gate runs iperf3, whose arms cannot be alternated; its handicap tuning would need
-#: iperf3 probes: not built)
-GATES = {"str": (CHECK, "str", "nft"), "rr": ("perf.ipv6_request_response_is_not_slower_than_ipv4", "rr", "nft")}
+#: --gate -> (check id, profile gate name, handicap mechanism, default variant): every gate that compares
+#: IPv6 with IPv4 on the default profile, and the storage ones (issues 11, 17: the same engine, the same
+#: calibration).  The handicap is tuned with the gate's own pair (``run.family_pair``): alternated slices,
+#: or two trials one after the other (the 16 KB stream's iperf3)
+GATES = {"str": (CHECK, "str", "nft", "1x1500"),
+         "rr": ("perf.ipv6_request_response_is_not_slower_than_ipv4", "rr", "nft", "1x1500"),
+         "stream16k": ("perf.ipv6_tcp_stream_16k_is_within_2_5_percent_of_ipv4", "stream_16k", "nft", None),
+         "iscsi": ("perf.ipv6_iscsi_sequential_io_is_not_slower_than_ipv4", "storage_iscsi_seq", "nft",
+                   "64k_read"),
+         "nfs": ("perf.ipv6_nfs_sequential_io_is_not_slower_than_ipv4", "storage_nfs_seq", "nft", "64k_read")}
 TARGETS = {"false_fail_max": 1 / 20, "detection_min": 19 / 20, "median_traffic_s_max": 60.0}
 
 
@@ -110,29 +116,31 @@ def next_rule_count(probes: list[tuple[int, float]], want: float, growth: int = 
     return max(1, round(y_want / k))
 
 
-def _tune_rules(session, prof, want: float, log, trials: int = 8, rounds: int = 5, tolerance: float = 0.01):
+def _tune_rules(session, c, prof, want: float, log, trials: int = 8, rounds: int = 5, tolerance: float = 0.01):
     """The number of IPv6-only nft rules that makes IPv6's rate relative to IPv4 (the gate's judged
-    metric) ``want`` x its A/A value, measured with alternated trials (the gate's own measurement).
+    metric) ``want`` x its A/A value, measured with the gate's own pairs (alternated slices, or two
+    trials one after the other in ABBA order), on the lab set up as the gate ``c`` is.
     A probe's median of 8 trials has sd about 0.01 here (per-trial sd of the log ratio 0.026 for
     RR); with 4 trials the RR tuner once settled on a count worth 3.7 %, not 6 %."""
     from types import SimpleNamespace
 
     from ..lab.faults import apply_fault, get_fault
     from .bench import Bench
-    from .workloads import loadgen_alternate
+    from .run import family_pair
 
     lab = session.lab
-    lab.ensure_services({"perf-peer"})
+    lab.ensure_services(set(c.lab_services))
 
     def ratio(rules: int, n: int) -> float:
-        lab.reset_dut(config="perf")
+        lab.reset_dut(config=c.dut_config)
         nft_fault("calibration_probe", rules, "probe")
         apply_fault(lab, get_fault("calibration_probe"), {"mac": session.target.dut_mac})
         bench = Bench._for_lab(SimpleNamespace(dut=session.dut), lab)
+        pair = family_pair(prof, bench)
         rs = []
         for i in range(n):
             order = ("v4", "v6") if i % 2 == 0 else ("v6", "v4")
-            m = dict(zip(order, loadgen_alternate(bench, prof, order, compare="family")))
+            m = dict(zip(order, pair(order)))
             rs.append(m["v6"].values[prof.metrics[0].name] / m["v4"].values[prof.metrics[0].name])
         return statistics.median(rs)
 
@@ -353,13 +361,14 @@ def what_would_meet(aa: list[float], hc: list[float], margin: float, confidence:
     return out
 
 
-def calibrate(*, runs: int, factor: float, variant: str, regime: str, out_dir: Path | None,
+def calibrate(*, runs: int, factor: float, variant: str | None, regime: str, out_dir: Path | None,
               log=print, gate: str = "str") -> tuple[dict, Path]:
     from ..core.session import Session
     from ..pytest_plugin import new_run_dir, new_run_id
 
     os.environ.setdefault("V6GATE_RUN_ID", new_run_id())
-    check_id, gate_name, mechanism = GATES[gate]
+    check_id, gate_name, mechanism, default_variant = GATES[gate]
+    variant = variant or default_variant
     c = find(check_id)
     if len(c.parts) == 1 and c.parts[0].letter is None:
         variant = None  # a gate without variants
@@ -436,7 +445,7 @@ def calibrate(*, runs: int, factor: float, variant: str, regime: str, out_dir: P
 def _calibrate_nft(session, c, part, prof, metric, margin, runs, factor, regime, out_dir, log, check_id, variant,
                    started, load0, stat0, t0, run_dir):
     want = 1 - factor * margin
-    rules, eff, probes = _tune_rules(session, prof, want, log)
+    rules, eff, probes = _tune_rules(session, c, prof, want, log)
     nft_fault("calibration_aa", 0, "A/A: empty nft input/output chains in both families")
     nft_fault("calibration_handicap", rules, f"IPv6-only handicap: {rules} non-matching nft rules in the ip6 "
               f"input and output chains ({eff:.3f} x the A/A IPv6/IPv4 ratio in the probe)")

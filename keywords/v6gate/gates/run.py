@@ -64,6 +64,17 @@ def _pair_fn(prof: GateProfile, bench: Bench):
                                                       family=prof.family or "v6", dstopts=size)
 
 
+def family_pair(prof: GateProfile, bench: Bench):
+    """order -> the two arms' Measures in that order, as the gate takes a pair: one finely alternated
+    trial holding both arms (params.interleave: slices) or two trials one after the other (a family
+    comparison; ``v6gate calibrate`` tunes its handicap with it)."""
+    pair = _pair_fn(prof, bench)
+    if pair is not None:
+        return pair
+    measure, _ = _measure_fn(None, prof, bench)
+    return lambda order: tuple(measure(arm) for arm in order)
+
+
 def _measure_fn(t, prof: GateProfile, bench: Bench):
     """arm -> Measure for the variant's comparison, and a cleanup."""
     wl = prof.workload
