@@ -84,19 +84,26 @@ def htb_fault(name: str, v4_mbit: float | None, v6_mbit: float | None, why: str)
     return fault
 
 
+def nft_table(fam: str, rules: int) -> str:
+    """Table v6gate_cal of family ``fam``: input and output filter chains with ``rules`` non-matching
+    rules each (evaluated for every packet, never taken)."""
+    lines = [f"table {fam} v6gate_cal {{"]
+    for hook in ("input", "output"):
+        lines.append(f"  chain {hook} {{ type filter hook {hook} priority 0; policy accept;")
+        lines += ["    tcp dport 7 tcp sport 7 accept"] * rules
+        lines.append("  }")
+    return "\n".join(lines) + "\n}\n"
+
+
+def nft_ruleset(v6_rules: int) -> str:
+    """The chains in both families (the A/A cost of the hooks), with ``v6_rules`` rules in the IPv6
+    ones (a per-packet IPv6-only cost)."""
+    return nft_table("ip", 0) + nft_table("ip6", v6_rules)
+
+
 def nft_fault(name: str, v6_rules: int, why: str) -> Fault:
-    """An in-memory lab fault: input and output filter chains in both families (the A/A cost of the
-    hooks), with ``v6_rules`` non-matching rules in the IPv6 ones (a per-packet IPv6-only cost)."""
-    lines = []
-    for fam in ("ip", "ip6"):
-        lines.append(f"table {fam} v6gate_cal {{")
-        for hook in ("input", "output"):
-            lines.append(f"  chain {hook} {{ type filter hook {hook} priority 0; policy accept;")
-            if fam == "ip6":
-                lines += ["    tcp dport 7 tcp sport 7 accept"] * v6_rules  # never matches: evaluated, not taken
-            lines.append("  }")
-        lines.append("}")
-    fault = Fault(name=name, reason=why, source="v6gate calibrate (in memory)", nft="\n".join(lines) + "\n")
+    """An in-memory lab fault: ``nft_ruleset(v6_rules)`` in the DUT."""
+    fault = Fault(name=name, reason=why, source="v6gate calibrate (in memory)", nft=nft_ruleset(v6_rules))
     load_faults()[name] = fault
     return fault
 
@@ -120,39 +127,56 @@ def _tune_rules(session, c, prof, want: float, log, trials: int = 8, rounds: int
     """The number of IPv6-only nft rules that makes IPv6's rate relative to IPv4 (the gate's judged
     metric) ``want`` x its A/A value, measured with the gate's own pairs (alternated slices, or two
     trials one after the other in ABBA order), on the lab set up as the gate ``c`` is.
-    A probe's median of 8 trials has sd about 0.01 here (per-trial sd of the log ratio 0.026 for
-    RR); with 4 trials the RR tuner once settled on a count worth 3.7 %, not 6 %."""
+
+    Each probe is paired with its own A/A: ``trials`` blocks, each a pair with the N rules and a pair
+    with none (swapped in the DUT between the two, in ABBA order), and the probe's figure is the
+    median of the blocks' (ratio with N) / (ratio with none).  A base measured once at the start (as
+    before) drifts with the machine: one RR calibration's base read 0.94 where its A/A runs then read
+    0.978, and its "6 %" handicap was 9.5 %."""
     from types import SimpleNamespace
 
     from ..lab.faults import apply_fault, get_fault
+    from ..util.proc import run
     from .bench import Bench
     from .run import family_pair
 
     lab = session.lab
     lab.ensure_services(set(c.lab_services))
+    lab.reset_dut(config=c.dut_config)
+    nft_fault("calibration_probe", 0, "probe")
+    apply_fault(lab, get_fault("calibration_probe"), {"mac": session.target.dut_mac})
+    bench = Bench._for_lab(SimpleNamespace(dut=session.dut), lab)
+    pair = family_pair(prof, bench)
+    metric = prof.metrics[0].name
 
-    def ratio(rules: int, n: int) -> float:
-        lab.reset_dut(config=c.dut_config)
-        nft_fault("calibration_probe", rules, "probe")
-        apply_fault(lab, get_fault("calibration_probe"), {"mac": session.target.dut_mac})
-        bench = Bench._for_lab(SimpleNamespace(dut=session.dut), lab)
-        pair = family_pair(prof, bench)
-        rs = []
+    def family_ratio(i: int) -> float:
+        order = ("v4", "v6") if i % 2 == 0 else ("v6", "v4")
+        m = dict(zip(order, pair(order)))
+        return m["v6"].values[metric] / m["v4"].values[metric]
+
+    def effective(rules: int, n: int) -> float:
+        out = []
         for i in range(n):
-            order = ("v4", "v6") if i % 2 == 0 else ("v6", "v4")
-            m = dict(zip(order, pair(order)))
-            rs.append(m["v6"].values[prof.metrics[0].name] / m["v4"].values[prof.metrics[0].name])
-        return statistics.median(rs)
+            got = {}
+            for k in ((0, rules) if i % 4 in (0, 3) else (rules, 0)):
+                run(["nft", "-f", "-"], ns=lab.dut_ns, input="delete table ip6 v6gate_cal\n" + nft_table("ip6", k),
+                    what="calibration probe (nft rules)")
+                got[k] = family_ratio(i)
+            out.append(got[rules] / got[0])
+        return statistics.median(out)
 
-    base = ratio(0, 2 * trials)
     rules, eff, probes = 100, 1.0, []
-    for r in range(rounds):
-        eff = ratio(rules, trials) / base
-        probes.append({"rules": rules, "effective": round(eff, 4)})
-        log(f"  probe {r + 1}: {rules} IPv6-only nft rules give {eff:.3f} x the A/A IPv6/IPv4 ratio (want {want:.3f})")
-        if abs(eff - want) <= tolerance:
-            break
-        rules = next_rule_count([(p["rules"], p["effective"]) for p in probes], want)
+    try:
+        for r in range(rounds):
+            eff = effective(rules, trials)
+            probes.append({"rules": rules, "effective": round(eff, 4)})
+            log(f"  probe {r + 1}: {rules} IPv6-only nft rules give {eff:.3f} x the IPv6/IPv4 ratio without them, "
+                f"paired trial by trial (want {want:.3f})")
+            if abs(eff - want) <= tolerance:
+                break
+            rules = next_rule_count([(p["rules"], p["effective"]) for p in probes], want)
+    finally:
+        lab.reset_dut(config=c.dut_config)
     return rules, eff, probes
 
 
