@@ -72,6 +72,8 @@ BASE = {"workload": "iperf3", "compare": "family", "metrics": ["throughput"], "p
     ({"colour": "red"}, "unknown fields ['colour']"),
     ({"profile": "nightly"}, "'nightly' is not a run profile"),
     ({"disturbance": {"max_steel": 1}}, "disturbance: unknown ['max_steel']"),
+    ({"reference": "mss"}, "reference: 'mss'"),
+    ({"compare": "offload", "family": "v6", "reference": "header_overhead"}, "on a family comparison only"),
 ])
 def test_bad_profile_data_gets_a_one_line_error(tmp_path, change, needle):
     path = _write(tmp_path, {"gates": {"g": {**BASE, **change}}})

@@ -207,3 +207,24 @@ def test_reported_metrics_do_not_decide_and_decided_by_names_the_judged_ones():
     doc = d.as_dict()
     assert doc["metrics"]["cpu_per_unit"]["status"] == "reported" and doc["metrics"]["cpu_per_unit"]["interval"]
     assert doc["decided_by"] == ["throughput"]
+
+
+def test_a_reference_moves_the_threshold_and_says_why():
+    """A gate judged against IPv6's payload per segment (reference 0.9862 at MTU 1500): a stack that
+    loses only its longer header PASSes; one that loses 6 % more FAILs; the rule names the reference."""
+    ref = Metric("throughput", "MB/s", True, 0.03, reference=0.9862, reference_why="header")
+    assert ref.threshold == pytest.approx(0.9862 * 0.97)
+    assert gate(0.9862, 0.01, metric=ref)[0].verdict == "PASS"
+    assert gate(0.9862 * 0.94, 0.01, metric=ref)[0].verdict == "FAIL"
+    assert "reference 0.9862: header" in ref.describe_threshold(("v4", "v6"))
+    cost = Metric("cpu_per_unit", "ms/MB", False, 0.03, reference=0.9862)
+    assert cost.threshold == pytest.approx(1.03 / 0.9862)
+
+
+def test_the_header_overhead_reference_is_the_payload_per_segment():
+    from v6gate.gates.profiles import profile_of, tcp_payload_ratio
+
+    assert tcp_payload_ratio(1500) == pytest.approx(1428 / 1448)
+    assert tcp_payload_ratio(9000) == pytest.approx(8928 / 8948)
+    assert profile_of("str", "1x9000").metrics[0].reference == pytest.approx(8928 / 8948)
+    assert profile_of("rr", "1x1500").metrics[0].reference == 1.0  # a 1000-byte answer fits either family

@@ -298,7 +298,7 @@ def _rate(k: int, n: int) -> dict:
     return {"count": k, "of": n, "rate": round(k / n, 4) if n else None}
 
 
-def summarize(runs: list[dict], margin: float) -> dict:
+def summarize(runs: list[dict], margin: float, reference: float = 1.0) -> dict:
     aa = [r for r in runs if r["setup"] == "A/A"]
     hc = [r for r in runs if r["setup"] == "handicap"]
 
@@ -343,7 +343,7 @@ def summarize(runs: list[dict], margin: float) -> dict:
         "median_decision_within_60_s_of_traffic": {"value": med, "met": med is not None and med <= t["median_traffic_s_max"]},
     }
     per_pair = [r["traffic_s"] / r["kept_pairs"] for r in runs if r.get("traffic_s") and r.get("kept_pairs")]
-    out["what_would_meet"] = what_would_meet(aa_ratios, hc_ratios, margin,
+    out["what_would_meet"] = what_would_meet(aa_ratios, hc_ratios, margin, reference=reference,
                                              seconds_per_pair=statistics.median(per_pair) if per_pair else 4.0)
     return out
 
@@ -357,7 +357,7 @@ def _spread(xs: list[float]) -> dict | None:
 
 
 def what_would_meet(aa: list[float], hc: list[float], margin: float, confidence: float = 0.95,
-                    seconds_per_pair: float = 4.0) -> dict | None:
+                    seconds_per_pair: float = 4.0, reference: float = 1.0) -> dict | None:
     """Pairs (and seconds of traffic) a 95 % interval needs to clear the
     threshold in 19 of 20 runs, from the observed per-pair spread: for a
     centre c and per-pair log sd s, the interval's half width is about
@@ -366,7 +366,7 @@ def what_would_meet(aa: list[float], hc: list[float], margin: float, confidence:
     run-to-run wobble."""
     if len(aa) < 3 or len(hc) < 3:
         return None
-    thr = math.log(1 - margin)
+    thr = math.log(reference * (1 - margin))  # the gate's threshold (its reference: gates/profiles.py)
     z = stats.normal_ppf(1 - (1 - confidence) / 2)
     out = {}
     for name, xs in (("A/A PASS", aa), ("handicap FAIL", hc)):
@@ -492,7 +492,7 @@ def _write(entries, prof, margin, factor, regime, out_dir, check_id, variant, st
            extra, how):
     metric = prof.metrics[0].name
     stat1 = D.snapshot()
-    summary = summarize(entries, margin)
+    summary = summarize(entries, margin, prof.metrics[0].reference)
     doc = {
         "schema": "v6gate/calibration/1",
         "what": (f"{check_id}#{variant} run repeatedly on the lab: A/A (no handicap) and with {how} of "

@@ -53,12 +53,16 @@ class Metric:
     target: float | None = None  # one-sample gates: the stated target (same unit)
     quantile: float = 0.5  # one-sample gates: which quantile is judged
     judged: bool = True  # False: measured and reported with its interval, not deciding
+    #: the ratio a stack that costs IPv6 nothing more than IPv4 shows (1: none); the margin applies to it:
+    #: higher-is-better ratio >= reference x (1 - margin), lower-is-better <= (1 + margin) / reference
+    reference: float = 1.0
+    reference_why: str = ""
 
     @property
     def threshold(self) -> float:
         if self.target is not None:
             return self.target
-        return 1 - self.margin if self.higher_is_better else 1 + self.margin
+        return self.reference * (1 - self.margin) if self.higher_is_better else (1 + self.margin) / self.reference
 
     def describe_threshold(self, arms: tuple[str, ...] = ()) -> str:
         if self.target is not None:
@@ -66,6 +70,9 @@ class Metric:
             return f"{q} {'>=' if self.higher_is_better else '<='} {self.target:g} {self.unit}"
         b, a = (arms[1], arms[0]) if len(arms) >= 2 else ("B", "A")
         op = ">=" if self.higher_is_better else "<="
+        if self.reference != 1.0:
+            return (f"{b}/{a} {self.name} ratio {op} {self.threshold:.3f} (margin {self.margin * 100:g}% of the "
+                    f"reference {self.reference:.4f}: {self.reference_why})")
         return f"{b}/{a} {self.name} ratio {op} {self.threshold:.3f} (margin {self.margin * 100:g}%)"
 
 
@@ -149,6 +156,7 @@ class MetricState:
         iv = self.interval
         out = {"unit": self.metric.unit, "higher_is_better": self.metric.higher_is_better,
                "judged": self.metric.judged, "margin": self.metric.margin, "threshold": self.metric.threshold, "target": self.metric.target,
+               "reference": self.metric.reference,
                "rule": self.metric.describe_threshold(tuple(arms)),
                "status": (self.status or "undecided") if self.metric.judged else "reported"}
         if iv is not None:

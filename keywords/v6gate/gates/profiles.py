@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -65,10 +65,16 @@ WORKLOADS: dict[str, dict] = {
         "params": {"bs", "rw", "interleave", "slice_s"},
     },
 }
+def tcp_payload_ratio(mtu: int) -> float:
+    """IPv6/IPv4 TCP payload per full-size segment at link MTU ``mtu``: 40 vs 20 bytes of IP header,
+    20 of TCP header and 12 of timestamps (RFC 7323, on by default in the stacks measured)."""
+    return (mtu - 40 - 20 - 12) / (mtu - 20 - 20 - 12)
+
+
 COMPARE_ARMS = {"family": ("v4", "v6"), "offload": ("off", "on"), "dstopts": ("without", "with")}
 FIELDS = {"title", "description", "workload", "compare", "params", "metrics", "margin", "confidence", "method",
           "trial_s", "warmup_s", "budget", "disturbance", "mtu", "target", "quantile", "profile", "family",
-          "pin", "variants", "report"}
+          "pin", "variants", "report", "reference"}
 BUDGET_FIELDS = {"min_pairs", "max_pairs", "max_seconds", "max_discarded", "look_every"}
 #: what a paired gate reports next to what it judges, when its profile names no ``report`` list: the rate
 #: and the cost of the same trials, so a reader sees both (issue 17)
@@ -115,7 +121,8 @@ class GateProfile:
                 "margin": self.metrics[0].margin if self.metrics else None, "confidence": self.confidence,
                 "method": self.method, "trial_s": self.trial_s, "warmup_s": self.warmup_s,
                 "budget": self.budget.__dict__, "disturbance": self.disturbance.__dict__, "mtu": self.mtu,
-                "profile": self.profile, "family": self.family, "pin": self.pin}
+                "profile": self.profile, "family": self.family, "pin": self.pin,
+                "reference": self.metrics[0].reference if self.metrics else 1.0}
 
 
 def _bad(path, where, problem, fix) -> UsageError:
@@ -241,6 +248,17 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
     if params.get("interleave") == "slices" and trial_s < 2 * float(params.get("slice_s", 0.05)):
         raise _bad(path, f"{where}.trial_s", f"{trial_s:g} s holds no AB slice pair of {params.get('slice_s', 0.05)} s",
                    "make trial_s at least twice slice_s")
+    reference = spec.get("reference")
+    if reference is not None:
+        if reference != "header_overhead":
+            raise _bad(path, f"{where}.reference", f"{reference!r}", "use header_overhead (or leave it out)")
+        if compare != "family":
+            raise _bad(path, f"{where}.reference", "header_overhead is the IPv6/IPv4 payload per segment",
+                       "use it on a family comparison only")
+        r = tcp_payload_ratio(mtu)
+        why = (f"IPv6's header is 20 bytes longer, so a TCP segment at MTU {mtu} carries {mtu - 72} payload bytes "
+               f"vs IPv4's {mtu - 52} (timestamps on)")
+        metrics = [replace(m, reference=r, reference_why=why) for m in metrics]
     return GateProfile(
         gate=gate, variant=variant, title=str(spec.get("title", "")), description=str(spec.get("description", "")),
         workload=wl, compare=compare, params=params, metrics=metrics, confidence=confidence, method=method,
