@@ -74,23 +74,25 @@ class OffLinkPath:
 
 
 def become_router(t, *, mtu: int | None = None, router_lifetime: int = ROUTER_LIFETIME,
-                  prefix: ipaddress.IPv6Network | None = None) -> OffLinkPath:
+                  prefix: ipaddress.IPv6Network | None = None, lease_s: int = ADDRESS_LEASE_S) -> OffLinkPath:
     """TR1 advertises ``prefix`` (default: a fresh /64, autonomous and
     on-link) and itself as default router; returns once the DUT has
     configured its address in it (RFC 4862 §5.5.3, DAD done)."""
     return advertise_prefix(t, prefix or fresh_prefix(avoid=t.target.link_prefix), mtu=mtu,
-                            router_lifetime=router_lifetime)
+                            router_lifetime=router_lifetime, lease_s=lease_s)
 
 
 def advertise_prefix(t, prefix: ipaddress.IPv6Network, *, mtu: int | None = None,
-                     router_lifetime: int = 0) -> OffLinkPath:
-    """TR1 advertises ``prefix`` (autonomous, on-link, lifetimes that
-    outlast the check and little more: ADDRESS_LEASE_S); with the default
-    Router Lifetime of 0 it does not become a default router, so the check
-    needs no exclusive router.  Returns once the DUT uses its address in it."""
+                     router_lifetime: int = 0, lease_s: int = ADDRESS_LEASE_S) -> OffLinkPath:
+    """TR1 advertises ``prefix`` (autonomous, on-link, valid and preferred
+    for ``lease_s``: the check's probes and little more, ADDRESS_LEASE_S by
+    default; a check that probes longer asks for longer, or its address
+    expires mid-check); with the default Router Lifetime of 0 it does not
+    become a default router, so the check needs no exclusive router.
+    Returns once the DUT uses its address in it."""
     tr1 = t.tr1
     since = t.port.now()
-    t.send(router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)],
+    t.send(router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=lease_s, preferred=lease_s)],
                                 router_lifetime=router_lifetime, mtu=mtu), label=f"RA from TR1 for {prefix}")
     dad = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix)),
                         t.reply_timeout + MAX_RTR_SOLICITATION_DELAY, since=since)
