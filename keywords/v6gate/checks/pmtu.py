@@ -26,6 +26,7 @@ from scapy.packet import Packet, Raw
 
 from ..core.check import Part, check
 from ..core.context import NotApplicable
+from ..core.ledger import ADDRESS_LEASE_S
 from ..core.verdict import Outcome
 from ..net import frag as F
 from ..net import match as M
@@ -117,8 +118,8 @@ def _ptb(path: OffLinkPath, quoted: Packet, mtu: int, *, code: int = 0, src: str
             / Raw(bytes(quoted[IPv6])[:IPV6_MIN_MTU - 48]))
 
 
-def _path_with(t, peer_name: str = "TN2", onlink: bool = False, lease_s: int | None = None):
-    path = become_router(t, **({"lease_s": lease_s} if lease_s else {}))
+def _path_with(t, peer_name: str = "TN2", onlink: bool = False, lease_s: int = ADDRESS_LEASE_S):
+    path = become_router(t, lease_s=lease_s)
     peer = _onlink(t, path, peer_name) if onlink else _remote(path, peer_name)
     return path, peer
 
