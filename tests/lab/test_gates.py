@@ -58,6 +58,8 @@ def test_short_gate_passes_healthy_and_fails_under_its_fault(gate_session, check
 
 
 @pytest.mark.parametrize("check_id,variant,arms", [(*STR, {"v4", "v6"}),
+                                                    ("perf.ipv6_tcp_stream_16k_is_within_2_5_percent_of_ipv4", None,
+                                                     {"v4", "v6"}),
                                                     ("perf.destination_options_header_costs_within_margin", None,
                                                      {"without", "with"})])
 def test_throughput_gate_fails_under_its_handicap_and_keeps_its_samples(gate_session, check_id, variant, arms):

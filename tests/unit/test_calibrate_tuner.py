@@ -47,14 +47,14 @@ def test_every_calibrated_gate_names_a_family_gate_and_its_variant():
 
 
 def test_the_tuner_takes_the_gates_own_pair_in_the_order_asked(monkeypatch):
-    """A gate whose arms are two trials (the 16 KB stream's iperf3): the pair runs them in the order
-    asked; an alternated gate (RR): one trial holds both, in that order."""
+    """A gate whose arms are two trials (STR with 10 pairs of connections): the pair runs them in the
+    order asked; an alternated gate (RR): one trial holds both, in that order."""
     from v6gate.gates import run, workloads
     from v6gate.gates.profiles import profile_of
 
     calls = []
-    monkeypatch.setattr(workloads, "iperf3", lambda bench, prof, fam, baseline: calls.append((fam, baseline)) or fam)
-    pair = run.family_pair(profile_of("stream_16k", None), bench=object())
+    monkeypatch.setattr(workloads, "loadgen", lambda bench, prof, fam, baseline: calls.append((fam, baseline)) or fam)
+    pair = run.family_pair(profile_of("str", "10x1500"), bench=object())
     assert pair(("v6", "v4")) == ("v6", "v4")
     assert calls == [("v6", False), ("v4", True)]
     seen = []
@@ -63,3 +63,26 @@ def test_the_tuner_takes_the_gates_own_pair_in_the_order_asked(monkeypatch):
     pair = run.family_pair(profile_of("rr", "1x1500"), bench=object())
     assert pair(("v4", "v6")) == ("v4", "v6")
     assert seen == [(("v4", "v6"), "family")]
+
+
+def test_a_run_line_says_which_judged_metric_left_the_run_undecided():
+    """RR judges transactions and CPU per transaction: an INCONCLUSIVE run names the one still open."""
+    from v6gate.gates.calibrate import _judged, _run_line
+
+    dec = {"metrics": {
+        "transactions": {"judged": True, "status": "PASS", "threshold": 0.97,
+                         "interval": {"estimate": 0.977, "low": 0.973, "high": 0.981}},
+        "cpu_per_unit": {"judged": True, "status": "undecided", "threshold": 1.03,
+                         "interval": {"estimate": 1.024, "low": 1.012, "high": 1.036}},
+        "throughput": {"judged": False, "status": "reported", "interval": {"estimate": 0.98}}}}
+    judged = _judged(dec)
+    assert set(judged) == {"transactions", "cpu_per_unit"}
+    assert judged["cpu_per_unit"] == {"status": "undecided", "ratio": 1.024, "low": 1.012, "high": 1.036,
+                                      "threshold": 1.03}
+    e = {"verdict": "INCONCLUSIVE", "ratio": 0.977, "low": 0.973, "high": 0.981, "kept_pairs": 30,
+         "discarded_pairs": 0, "traffic_s": 30.0, "steal_fraction_median": 0.0, "foreign_fraction_median": 0.02,
+         "judged": judged}
+    line = _run_line("A/A", 1, 20, e)
+    assert line.startswith("  A/A      run  2/20: INCONCLUSIVE ratio 0.977 [0.973, 0.981]")
+    assert line.endswith("(transactions 0.977 [0.973, 0.981] PASS; cpu_per_unit 1.024 [1.012, 1.036] undecided)")
+    assert "(" not in _run_line("A/A", 1, 20, dict(e, judged={"transactions": judged["transactions"]}))

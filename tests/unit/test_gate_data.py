@@ -36,7 +36,9 @@ def test_seed_matrix_is_complete():
         assert {(v.params["pairs"], v.mtu) for v in profs[g].values()} == {
             (n, m) for n in (1, 10, 20, 50) for m in (1500, 9000)}
     assert profs["stream_16k"]["-"].metrics[0].margin == 0.025
-    assert profs["stream_16k"]["-"].params == {"length": 16384, "window": 262144, "parallel": 2}
+    assert profs["stream_16k"]["-"].params == {"mode": "str", "req": 20, "resp": 20000000, "pairs": 1,
+                                               "sockbuf": 262144, "chunk": 16384, "interleave": "slices",
+                                               "slice_s": 0.01}
     assert profs["sweep"]["tcp_bw"].params["sizes"] == [2 ** k for k in range(2, 16)]
     assert {v.family for v in profs["offload"].values()} == {"v4", "v6"}
 

@@ -84,16 +84,18 @@ def ipv6_connect_request_response_is_not_slower_than_ipv4(t):
 
 
 @check(
-    title="TCP stream, 16 KB messages, 256 KB buffers, 2 connections: IPv6 within 2.5 % of IPv4",
+    title="TCP stream, 16 KB messages, 256 KB buffers: IPv6 within 2.5 % of IPv4",
     rfc="RFC 8200 §1 (IPv6-only readiness, non-inferiority)",
-    expect="IPv6/IPv4 iperf3 throughput ratio at least 0.975",
+    expect="IPv6/IPv4 throughput ratio at least 0.975 of IPv6's payload per segment relative to IPv4's "
+           "(0.9862 at MTU 1500)",
     fault="dut_ipv6_path_throttled",
     parts=_parts("stream_16k"),
     **FAMILY,
 )
 def ipv6_tcp_stream_16k_is_within_2_5_percent_of_ipv4(t):
-    """vSphere study: two TCP connections with 16 KB messages and 256 KB
-    socket buffers; IPv6 throughput within 2.5 % of IPv4."""
+    """vSphere study: a TCP stream of 16 KB messages with 256 KB socket
+    buffers; IPv6 throughput within 2.5 % of IPv4 (one connection per
+    family, alternated every 10 ms: see the gate's description)."""
     return run_gate(t, "stream_16k")
 
 

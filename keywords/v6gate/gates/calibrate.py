@@ -58,7 +58,7 @@ CHECK = "perf.ipv6_streaming_is_not_slower_than_ipv4"
 #: --gate -> (check id, profile gate name, handicap mechanism, default variant): every gate that compares
 #: IPv6 with IPv4 on the default profile, and the storage ones (issues 11, 17: the same engine, the same
 #: calibration).  The handicap is tuned with the gate's own pair (``run.family_pair``): alternated slices,
-#: or two trials one after the other (the 16 KB stream's iperf3)
+#: or two trials one after the other (a gate whose workload cannot alternate, e.g. iperf3)
 GATES = {"str": (CHECK, "str", "nft", "1x1500"),
          "rr": ("perf.ipv6_request_response_is_not_slower_than_ipv4", "rr", "nft", "1x1500"),
          "stream16k": ("perf.ipv6_tcp_stream_16k_is_within_2_5_percent_of_ipv4", "stream_16k", "nft", None),
@@ -287,7 +287,31 @@ def _run_entry(kind: str, i: int, result, t0: float, metric: str = "throughput")
             "v4_MBps_median": _med(_arm_values(dec, "v4")), "v6_MBps_median": _med(_arm_values(dec, "v6")),
             "v4_median": _med(_arm_values(dec, "v4", metric)), "v6_median": _med(_arm_values(dec, "v6", metric)),
             "pair_ratios": [round(r, 4) for r in _ratios(dec, metric)], "started_s": round(time.monotonic() - t0, 1),
+            "judged": _judged(dec), "decided_by": dec.get("decided_by"),
             "reason": result.reason if result.verdict == "ERROR" else None}
+
+
+def _judged(dec: dict) -> dict:
+    """Each judged metric's own status and interval: which of them left a run INCONCLUSIVE."""
+    out = {}
+    for name, m in (dec.get("metrics") or {}).items():
+        if m.get("judged"):
+            iv = m.get("interval") or {}
+            out[name] = {"status": m.get("status"), "ratio": iv.get("estimate"), "low": iv.get("low"),
+                         "high": iv.get("high"), "threshold": m.get("threshold")}
+    return out
+
+
+def _run_line(kind: str, i: int, runs: int, e: dict) -> str:
+    line = (f"  {kind:8} run {i + 1:2}/{runs}: {e['verdict']:12} ratio {_f(e['ratio'])} "
+            f"[{_f(e['low'])}, {_f(e['high'])}]  pairs {e['kept_pairs']} kept / {e['discarded_pairs']} "
+            f"discarded  {e['traffic_s']} s traffic  steal {_p(e['steal_fraction_median'])} "
+            f"other load {_p(e['foreign_fraction_median'])}")
+    judged = e.get("judged") or {}
+    if len(judged) > 1:  # the headline ratio is the first metric's; say what each judged metric concluded
+        line += "  (" + "; ".join(f"{n} {_f(j['ratio'])} [{_f(j['low'])}, {_f(j['high'])}] {j['status']}"
+                                  for n, j in judged.items()) + ")"
+    return line
 
 
 def _med(xs):
@@ -455,10 +479,7 @@ def calibrate(*, runs: int, factor: float, variant: str | None, regime: str, out
                 if kind == "handicap":
                     e["cap_mbit"] = round(cap, 1)
                 entries.append(e)
-                log(f"  {kind:8} run {i + 1:2}/{runs}: {r.verdict:12} ratio {_f(e['ratio'])} "
-                    f"[{_f(e['low'])}, {_f(e['high'])}]  pairs {e['kept_pairs']} kept / {e['discarded_pairs']} "
-                    f"discarded  {e['traffic_s']} s traffic  steal {_p(e['steal_fraction_median'])} "
-                    f"other load {_p(e['foreign_fraction_median'])}")
+                log(_run_line(kind, i, runs, e))
     extra = {"handicap": {"cap_mbit": round(cap, 1), "probe_effective": round(eff, 4), "probes": probes,
                           "htb_efficiency": round(h, 4), "caps_per_run_mbit": caps,
                           "shaped_both_mbit": round(shaped, 1) if shaped else None}}
@@ -479,10 +500,7 @@ def _calibrate_nft(session, c, part, prof, metric, margin, runs, factor, regime,
             r = session.run(c, part, fault=fault, setup=f"calibration-{'aa' if kind == 'A/A' else 'hc'}-{i}")
             e = _run_entry(kind, i, r, t0, metric)
             entries.append(e)
-            log(f"  {kind:8} run {i + 1:2}/{runs}: {r.verdict:12} ratio {_f(e['ratio'])} "
-                f"[{_f(e['low'])}, {_f(e['high'])}]  pairs {e['kept_pairs']} kept / {e['discarded_pairs']} "
-                f"discarded  {e['traffic_s']} s traffic  steal {_p(e['steal_fraction_median'])} "
-                f"other load {_p(e['foreign_fraction_median'])}")
+            log(_run_line(kind, i, runs, e))
     return _write(entries, prof, margin, factor, regime, out_dir, check_id, variant, started, load0, stat0, t0,
                   run_dir, {"handicap": {"v6_nft_rules": rules, "probe_effective": eff, "probes": probes}},
                   "IPv6-only nft rules (a per-packet CPU cost)")

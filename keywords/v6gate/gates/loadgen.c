@@ -7,9 +7,10 @@
  *   v6gate-loadgen server PORT [DSTOPTS]
  *       listens on [::]:PORT (IPv4 and IPv6), one thread per connection (and, with
  *       DSTOPTS, on [::]:PORT+1 for IPv6 with a Destination Options header).  Each
- *       connection starts with a 16-byte hello: "V6GL", request size, response
- *       size, Destination Options header length (all 32-bit, network order);
- *       then: read REQ bytes, write RESP bytes, until the client closes.
+ *       connection starts with a 20-byte hello: "V6GL", request size, response
+ *       size, Destination Options header length, bytes per send() of a response
+ *       (0: 256 KiB) (all 32-bit, network order); then: read REQ bytes, write
+ *       RESP bytes, until the client closes.
  *   v6gate-loadgen client HOST PORT MODE REQ RESP PAIRS SECONDS [WARMUP [DSTOPTS [SOCKBUF]]]
  *       MODE rr (one connection per pair, back-to-back transactions), crr (a
  *       new connection per transaction), str (as rr: a small request, a large
@@ -23,7 +24,8 @@
  *       even, B then A when odd), so both arms see the same seconds of the machine.  Prints one JSON
  *       object: per arm transactions, bytes, seconds spent on it, mean latency and this thread's CPU
  *       time (RUSAGE_THREAD) while on it, plus the number of slices.  CHUNK: bytes per send() of a
- *       request (an upload stream of CHUNK-byte messages: rr with a large REQ and a 1-byte RESP).
+ *       request and of a response (a stream of CHUNK-byte messages: str for a download, rr with a
+ *       large REQ and a 1-byte RESP for an upload).
  *   DSTOPTS (8..256, a multiple of 8): the client talks to PORT+1, where the
  *   server sends its responses with an IPv6 Destination Options header of that
  *   many bytes (one PadN option), set with IPV6_DSTOPTS on the listening socket
@@ -94,19 +96,20 @@ static int write_full(int fd, const char *buf, size_t n, size_t bufsz) {
 /* ---------------------------------------------------------------- server */
 static void *serve(void *arg) {
     int fd = (int)(intptr_t)arg;
-    uint32_t hello[4];
+    uint32_t hello[5];
     char *buf = malloc(BUFSZ);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (!buf || read_full(fd, (char *)hello, sizeof hello, sizeof hello, NULL, NULL, NULL) < 0 ||
         memcmp(hello, "V6GL", 4) != 0)
         goto done;
-    size_t req = ntohl(hello[1]), resp = ntohl(hello[2]), dst = ntohl(hello[3]);
+    size_t req = ntohl(hello[1]), resp = ntohl(hello[2]), dst = ntohl(hello[3]), wsize = ntohl(hello[4]);
     (void)dst; /* the Destination Options header comes from the listener (see server()) */
+    if (wsize == 0 || wsize > BUFSZ) wsize = BUFSZ;
     memset(buf, 'r', BUFSZ);
     for (;;) {
         if (read_full(fd, buf, req, BUFSZ, NULL, NULL, NULL) != 0) break;
-        if (write_full(fd, buf, resp, BUFSZ) < 0) break;
+        if (write_full(fd, buf, resp, wsize) < 0) break;
     }
 done:
     free(buf);
@@ -181,7 +184,7 @@ static struct {
     struct sockaddr_storage addr;
     socklen_t addrlen;
     int crr;
-    size_t req, resp, dstopts, sockbuf;
+    size_t req, resp, dstopts, sockbuf, wsize;
     double start, end;
     unsigned long long transactions, bytes_rx, bytes_tx, errors, connects;
     double lat_sum;
@@ -205,11 +208,12 @@ static int dial(void) {
         close(fd);
         return -1;
     }
-    uint32_t hello[4];
+    uint32_t hello[5];
     memcpy(hello, "V6GL", 4);
     hello[1] = htonl((uint32_t)C.req);
     hello[2] = htonl((uint32_t)C.resp);
     hello[3] = htonl((uint32_t)C.dstopts);
+    hello[4] = htonl((uint32_t)C.wsize);
     if (write_full(fd, (char *)hello, sizeof hello, sizeof hello) < 0) {
         close(fd);
         return -1;
@@ -370,7 +374,7 @@ static double thread_cpu(void) {
  * being sent or a response still arriving at the end of the slice is continued in the arm's next slice
  * (its bytes count where they move), so a slow arm cannot stretch a slice, and a throttled one is
  * measured, not waited for. */
-static size_t chunk = BUFSZ; /* bytes per send() of a request (alternate's CHUNK) */
+static size_t chunk = BUFSZ; /* bytes per send() of a request and of a response (alternate's CHUNK) */
 
 static int run_slice(struct arm *a, char *buf, double until, int count) {
     double c0 = thread_cpu(), t0 = now();
@@ -433,6 +437,7 @@ static int alternate(int argc, char **argv) {
         fprintf(stderr, "v6gate-loadgen: CHUNK must be 1..%d\n", BUFSZ);
         return 2;
     }
+    C.wsize = chunk;
     if (strcmp(mode, "rr") && strcmp(mode, "str")) {
         fprintf(stderr, "v6gate-loadgen: alternate runs rr or str, not %s\n", mode);
         return 2;
