@@ -7,10 +7,12 @@
  *   v6gate-loadgen server PORT [DSTOPTS]
  *       listens on [::]:PORT (IPv4 and IPv6), one thread per connection (and, with
  *       DSTOPTS, on [::]:PORT+1 for IPv6 with a Destination Options header).  Each
- *       connection starts with a 20-byte hello: "V6GL", request size, response
+ *       connection starts with a 20-byte hello: "V6G2", request size, response
  *       size, Destination Options header length, bytes per send() of a response
  *       (0: 256 KiB) (all 32-bit, network order); then: read REQ bytes, write
- *       RESP bytes, until the client closes.
+ *       RESP bytes, until the client closes.  (The 16-byte hello of older
+ *       versions began "V6GL": an old server closes a new client's connection
+ *       and the gate ends ERROR, rather than misreading the stream.)
  *   v6gate-loadgen client HOST PORT MODE REQ RESP PAIRS SECONDS [WARMUP [DSTOPTS [SOCKBUF]]]
  *       MODE rr (one connection per pair, back-to-back transactions), crr (a
  *       new connection per transaction), str (as rr: a small request, a large
@@ -101,7 +103,7 @@ static void *serve(void *arg) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (!buf || read_full(fd, (char *)hello, sizeof hello, sizeof hello, NULL, NULL, NULL) < 0 ||
-        memcmp(hello, "V6GL", 4) != 0)
+        memcmp(hello, "V6G2", 4) != 0)
         goto done;
     size_t req = ntohl(hello[1]), resp = ntohl(hello[2]), dst = ntohl(hello[3]), wsize = ntohl(hello[4]);
     (void)dst; /* the Destination Options header comes from the listener (see server()) */
@@ -209,7 +211,7 @@ static int dial(void) {
         return -1;
     }
     uint32_t hello[5];
-    memcpy(hello, "V6GL", 4);
+    memcpy(hello, "V6G2", 4);
     hello[1] = htonl((uint32_t)C.req);
     hello[2] = htonl((uint32_t)C.resp);
     hello[3] = htonl((uint32_t)C.dstopts);
