@@ -236,3 +236,14 @@ def test_progress_shows_on_a_terminal_only():
     p.update(200_000, 5_000_000, final=True)
     line = tty.getvalue()
     assert "200,000 frames" in line and "5/10 MB (50%)" in line and "frames/s" in line and "ETA 2 s" in line
+
+
+def test_progress_finishes_only_a_read_it_showed_or_that_outlasted_an_interval():
+    out = io.StringIO()
+    p = Progress(10_000_000, stream=out, force=True, every=60.0)
+    p.update(10, 1_000)
+    p.finish(20, 2_000)
+    assert out.getvalue() == "", "a quick read leaves the terminal alone"
+    p.t0 -= 61.0
+    p.finish(30, 3_000)
+    assert "30 frames" in out.getvalue() and out.getvalue().endswith("\n")

@@ -187,7 +187,7 @@ def test_parallel_only_when_it_pays():
 
 def test_the_progress_line_shows_in_parallel(synthetic):
     out = io.StringIO()
-    progress = Progress((synthetic / "mix.pcap").stat().st_size, stream=out, force=True)
+    progress = Progress((synthetic / "mix.pcap").stat().st_size, stream=out, force=True, every=0.0)
     read_into(Audit(), synthetic / "mix.pcap", jobs=2, chunk_bytes=64 << 10, progress=progress)
     assert "60,000 frames" in out.getvalue() and out.getvalue().endswith("\n")
 

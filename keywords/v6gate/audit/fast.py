@@ -52,8 +52,9 @@ class Progress:
     """frames, MB, rate and ETA on one line of a terminal's stderr; silent
     when stderr is not a terminal (CI, a pipe, a file)."""
 
-    def __init__(self, total_bytes: int, stream=None, force: bool | None = None):
+    def __init__(self, total_bytes: int, stream=None, force: bool | None = None, every: float = 0.5):
         self.stream = stream or sys.stderr
+        self.every = every
         self.on = force if force is not None else bool(getattr(self.stream, "isatty", lambda: False)())
         self.total = max(1, total_bytes)
         self.t0 = self.last = time.monotonic()
@@ -63,7 +64,7 @@ class Progress:
         if not self.on:
             return
         now = time.monotonic()
-        if not final and now - self.last < 0.5:
+        if not final and now - self.last < self.every:
             return
         self.last = now
         el = max(now - self.t0, 1e-6)
@@ -76,6 +77,12 @@ class Progress:
             self.stream.write("\n")
         self.stream.flush()
         self.shown = True
+
+    def finish(self, frames: int, done_bytes: int) -> None:
+        """The last line, ended, once a line was shown or the read outlasted
+        one interval; a read quicker than that leaves the terminal alone."""
+        if self.shown or time.monotonic() - self.t0 >= self.every:
+            self.update(frames, done_bytes, final=True)
 
 
 def _ok(pseudo: bytes, seg: bytes) -> bool:
@@ -167,7 +174,7 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
     _, deep, shortcut = scan(audit, reader, known, learn, state, deep_only=deep_only, progress=progress)
     audit.frames += shortcut  # Audit.add counts the deep ones itself
     if progress is not None:
-        progress.update(reader.frames, reader.bytes_read, final=progress.shown)
+        progress.finish(reader.frames, reader.bytes_read)
     return {"packets": reader.frames, "deep_frames": deep, "decoded_108": state["decoded"], "bytes": reader.size,
             "workers": 1, "pid": os.getpid()}
 

@@ -450,7 +450,7 @@ def read_parallel(audit: Audit, path, *, jobs: int, chunk_bytes: int | None = No
             os.waitpid(w["pid"], 0)
         shutil.rmtree(spool, ignore_errors=True)
     if progress is not None:
-        progress.update(reader.frames, reader.bytes_read, final=progress.shown)
+        progress.finish(reader.frames, reader.bytes_read)
     return {"packets": reader.frames, "deep_frames": deep + merge.deep, "decoded_108": state["decoded"],
             "bytes": size, "workers": jobs, "pid": os.getpid(), "chunk_bytes": chunk_bytes,
             "chunks_merged": merge.merged, "chunks_read_again": merge.redone, "workers_peak_rss_kib": child_peak,
