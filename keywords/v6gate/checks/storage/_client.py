@@ -25,11 +25,13 @@ from pathlib import Path
 
 from scapy.layers.inet import TCP, UDP
 from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
 
 from ...core.context import NotApplicable
 from ...errors import BenchError
 from ...lab.hostpaths import PrivatePaths
 from ...net import match as M
+from ...net import v6only as V
 from ...paths import ROOT
 from ...util.proc import in_ns, need
 from ..v6only import ipv4_summary
@@ -128,9 +130,12 @@ def service(t, capability: str) -> dict:
 
 
 def endpoint(t, capability: str, far: bool = False) -> tuple[str, dict, int, Client]:
-    """(the DUT's global address, its declared service, the service's port, the client node)."""
+    """(the service's address, its declared service, the service's port, the client node): the
+    address the entry names (``address``: an endpoint that is a device of its own, as the lab's
+    NVMe/TCP target), else the DUT's global address."""
     svc = service(t, capability)
-    return dut_address(t), svc, int(svc["port"]), client(t, far)
+    addr = str(svc["address"]) if svc.get("address") else dut_address(t)
+    return addr, svc, int(svc["port"]), client(t, far)
 
 
 def dut_address(t) -> str:
@@ -166,9 +171,17 @@ def session_frames(t, since: float, dut: str, port: int) -> list:
     return t.collect(is_session, 0, since=since, any_source=True)
 
 
-def ipv4_problem(t, since: float) -> str | None:
-    """The IPv4 frames on the link in the window (RFC 8925 DHCPv4 excepted), as a problem line."""
-    bad, firsts, _ = ipv4_summary(t, since)
+def ipv4_problem(t, since: float, mac: str | None = None) -> str | None:
+    """The DUT's IPv4 frames on the link in the window (RFC 8925 DHCPv4
+    excepted), as a problem line; ``mac``: those of the device with that
+    MAC instead (an endpoint of its own, e.g. a separate NVMe/TCP target)."""
+    if mac is None:
+        bad, firsts, _ = ipv4_summary(t, since)
+    else:
+        frames = t.collect(lambda p: Ether in p and p[Ether].src == mac, 0, since=since, any_source=True)
+        bad, firsts = V.summarize_ipv4(frames, since)
+        if bad:
+            t.measure("ipv4_frames", dict(bad))
     if not bad:
         return None
     counts = ", ".join(f"{n} {k}" for k, n in bad.items())
