@@ -223,36 +223,38 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_nvme_target_vm_stops_with_the_dut_and_the_lab():
-    """The NVMe/TCP target (QEMU running Debian's kernel with nvmet-tcp, on a TAP of the
-    lab's bridge) boots with the DUT configuration storage-nvme, serves its port, and is
+def test_vm_target_stops_with_the_dut_and_the_lab():
+    """The lab's kernel storage target (QEMU running Debian's kernel with nvmet-tcp and knfsd,
+    on a TAP of the lab's bridge) boots with the DUT configuration storage-vm, serves, and is
     gone, with its TAP, after a DUT rebuild and after the lab's teardown; it writes only in
     the lab's work directory."""
     from v6gate.lab import daemon_leftovers as hostpaths
-    from v6gate.lab.services.nvme_target import NvmeTarget
+    from v6gate.lab.services.vm_target import VmTarget
 
     files_before = hostpaths.daemon_files()
-    lab = Lab(run_id="nvme")
+    lab = Lab(run_id="vmt")
     lab.up()
     pids = []
     try:
-        lab.reset_dut(config="storage-nvme")
-        svc = lab.service("nvme-target")
+        lab.reset_dut(config="storage-vm")
+        svc = lab.service("vm-target")
         pids.append(svc.daemons[0].pid)
         assert _alive(pids[0])
         rc, out = svc.exec("cat /sys/kernel/config/nvmet/ports/1/addr_traddr /sys/kernel/config/nvmet/ports/1/addr_adrfam")
         assert (rc, out.split()) == (0, ["2001:db8:1::4420", "ipv6"]), (rc, out)
-        taps = run(["ip", "-o", "link", "show", NvmeTarget.tap], ns=lab.switch_ns, check=False)
+        rc, out = svc.exec("cat /proc/fs/nfsd/portlist /proc/fs/nfsd/threads")
+        assert (rc, out.split()) == (0, ["tcp", "2049", "tcp", "2049", "2"]), (rc, out)  # knfsd: IPv4 and IPv6 sockets
+        taps = run(["ip", "-o", "link", "show", VmTarget.tap], ns=lab.switch_ns, check=False)
         assert "master br-" in taps.stdout, taps.stdout + taps.stderr
         lab.reset_dut()  # the plain DUT: the VM stops and its TAP goes
-        assert not _alive(pids[0]), "the NVMe/TCP target VM outlived the DUT rebuild"
-        gone = run(["ip", "link", "show", NvmeTarget.tap], ns=lab.switch_ns, check=False)
+        assert not _alive(pids[0]), "the VM target outlived the DUT rebuild"
+        gone = run(["ip", "link", "show", VmTarget.tap], ns=lab.switch_ns, check=False)
         assert gone.returncode != 0, gone.stdout
-        lab.reset_dut(config="storage-nvme")
-        pids.append(lab.service("nvme-target").daemons[0].pid)
+        lab.reset_dut(config="storage-vm")
+        pids.append(lab.service("vm-target").daemons[0].pid)
     finally:
         lab.down()
     assert not namespaces_with(lab.lab_id)
-    assert not [p for p in pids if _alive(p)], "the NVMe/TCP target VM survived the lab"
+    assert not [p for p in pids if _alive(p)], "the VM target survived the lab"
     assert hostpaths.daemon_files() == files_before
     assert not lab.workdir.exists(), "the VM's initramfs, console socket and log go with the lab"

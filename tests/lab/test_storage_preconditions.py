@@ -13,11 +13,11 @@ from v6gate.core.check import load_all
 from v6gate.core.session import Session
 
 FAULT = "dut_has_no_global_address"
-#: the NVMe/TCP checks are left out: the lab's NVMe/TCP target is a device of its own on the link (a VM,
-#: DUT configuration storage-nvme) whose entry in fixtures/targets/lab.yaml names its address, so the lab
-#: DUT's missing global address is not their precondition (a real array's entry without an address is)
+#: the checks of the lab's VM target (NVMe/TCP, the NFSv4 referral; DUT configuration storage-vm) are left
+#: out: it is a device of its own on the link whose entries in fixtures/targets/lab.yaml name its address, so
+#: the lab DUT's missing global address is not their precondition (a real array's entry without one is)
 PARTS = [(cid, p.letter) for cid, c in sorted(load_all().items()) if cid.startswith("storage.")
-         and "NVMe-TCP" not in c.capabilities
+         and c.dut_config != "storage-vm"
          for p in (c.parts or [None]) if p is None or p.profile in (None, "default")]
 
 

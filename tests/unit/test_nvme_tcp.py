@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from v6gate.checks.storage.nvme import judge_log_entries
-from v6gate.lab.services.nvme_target import _cpio_newc
+from v6gate.lab.services.vm_target import _cpio_newc
 from v6gate.net import nvme_tcp as N
 
 
@@ -161,3 +161,28 @@ def test_cpio_newc_archive_reads_back():
         found.append((name, fields[1], data))
     assert found == [("bin", 0o40755, b""), ("bin/x", 0o100755, b"abc"), ("init", 0o100755, b"#!/bin/sh\n")]
     assert off == len(arc)
+
+
+def test_console_exec_reads_between_its_markers(tmp_path):
+    """The VM's console may still hold the shell's banner and prompt: only what the
+    command printed between the begin and end markers is its output."""
+    import re
+
+    from v6gate.lab.services.vm_target import console_exec
+
+    path = str(tmp_path / "console.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+
+    def serve():
+        c, _ = srv.accept()
+        c.sendall(b"BusyBox v1.35.0 built-in shell (ash)\r\n/ # ")
+        line = c.recv(4096).decode()
+        tag = re.search(r"V6G-BEGIN-(\w+)", line).group(1)
+        c.sendall(f"V6G-BEGIN-{tag}\r\nport 1\r\nipv6\r\nV6G-END-{tag}-3\r\n/ # ".encode())
+        c.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    assert console_exec(path, "cat x", timeout=5) == (3, "port 1\nipv6")
+    srv.close()

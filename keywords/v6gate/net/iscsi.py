@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass
 
 from .alternate import ArmFailed
+from .speaker import answer
 
 BHS = 48
 OP_LOGIN_REQ, OP_TEXT_REQ, OP_LOGOUT_REQ = 0x03, 0x04, 0x06
@@ -489,14 +490,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 5 or argv[1] != "sendtargets":
         print("usage: python -m v6gate.net.iscsi sendtargets ADDRESS PORT INITIATOR_IQN", file=sys.stderr)
         return 2
-    try:
-        out = discovery(argv[2], int(argv[3]), argv[4])
-    except (OSError, IscsiError) as exc:
-        out = {"error": f"{exc.__class__.__name__}: {exc}", "dut_fault": isinstance(exc, (IscsiError,
-                                                                                           ConnectionError,
-                                                                                           TimeoutError))}
-    print(json.dumps(out))
-    return 0
+    return answer(lambda: discovery(argv[2], int(argv[3]), argv[4]), (OSError, IscsiError),
+                  (IscsiError, ConnectionError, TimeoutError))
 
 
 if __name__ == "__main__":

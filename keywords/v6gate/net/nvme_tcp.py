@@ -16,11 +16,12 @@ lacks, so the host side is spoken here.
 
 from __future__ import annotations
 
-import json
 import socket
 import struct
 import sys
 import uuid
+
+from .speaker import answer, recv_exact
 
 DISCOVERY_NQN = "nqn.2014-08.org.nvmexpress.discovery"
 HOST_UUID = uuid.UUID("6f7a2c1e-7b4d-4e0a-9a51-76367a617465")
@@ -44,23 +45,13 @@ class NvmeError(Exception):
     failed a command (the DUT's doing)."""
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionResetError(f"the controller closed the connection ({len(buf)} of {n} bytes of a PDU)")
-        buf += chunk
-    return bytes(buf)
-
-
 def recv_pdu(sock: socket.socket) -> tuple[int, int, bytes, bytes]:
     """(type, flags, header, data) of the next PDU."""
-    ch = _recv_exact(sock, 8)
+    ch = recv_exact(sock, 8, "the controller")
     ptype, flags, hlen, pdo, plen = struct.unpack("<BBBBI", ch)
     if hlen < 8 or plen < hlen or plen > 1 << 24:
         raise NvmeError(f"malformed PDU header: type {ptype:#x} hlen {hlen} plen {plen}")
-    rest = _recv_exact(sock, plen - 8)
+    rest = recv_exact(sock, plen - 8, "the controller")
     header = ch + rest[:hlen - 8]
     data = rest[(pdo or hlen) - 8:] if plen > hlen else b""
     if ptype == C2H_TERM:
@@ -222,13 +213,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 4 or argv[1] != "discover":
         print("usage: python -m v6gate.net.nvme_tcp discover ADDRESS PORT", file=sys.stderr)
         return 2
-    try:
-        out = discovery(argv[2], int(argv[3]))
-    except (OSError, NvmeError) as exc:
-        out = {"error": f"{exc.__class__.__name__}: {exc}",
-               "dut_fault": isinstance(exc, (NvmeError, ConnectionError, TimeoutError))}
-    print(json.dumps(out))
-    return 0
+    return answer(lambda: discovery(argv[2], int(argv[3])), (OSError, NvmeError),
+                  (NvmeError, ConnectionError, TimeoutError))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ IPv6 stack on the DUT's link:
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import subprocess
 import sys
@@ -78,6 +79,26 @@ class Client:
         return private.keep(self.workdir).wrap(["smbclient", *args])
 
 
+def ask(t, cl: Client, module: str, args: list[str], what: str, settle: float = 0.2) -> tuple[dict, float]:
+    """Run a protocol speaker of ``net/`` (``python -m MODULE ARGS``, see
+    ``net/speaker.py``) on the client node: (its JSON answer, the session's
+    start on the tester's clock).  No answer at all is the bench's fault."""
+    since = t.port.now()
+    rc, out, err = cl.python(module, args, max(10.0, 5 * t.reply_timeout))
+    t.wait(settle)  # the session's last frames reach the capture
+    try:
+        return json.loads(out.strip().splitlines()[-1]), since
+    except (ValueError, IndexError):
+        raise BenchError(f"the {what} gave no answer (exit {rc}): {err.strip()[-300:]}") from None
+
+
+def speaker_failed(t, answer: dict, msg: str):
+    """A speaker's error: FAIL when the DUT caused it (``dut_fault``), else the bench's ERROR."""
+    if answer.get("dut_fault"):
+        return t.failed(msg)
+    raise BenchError(msg)
+
+
 def _text(b) -> str:
     if b is None:
         return ""
@@ -118,22 +139,28 @@ def settings(target) -> dict:
     return ext
 
 
-def service(t, capability: str) -> dict:
+def service(t, capability: str, having: str | None = None) -> dict:
     """The target's declared service for a storage capability (services with
-    ``protocol``, then extensions.storage.services), or its default port."""
+    ``protocol``, then extensions.storage.services), or its default port;
+    ``having``: the first entry that declares that field (SKIP when none does)."""
     if not t.target.claims(capability):
         raise NotApplicable(f"the target does not claim {capability}")
     proto, port = PROTOCOLS[capability]
     declared = [s for s in [*t.target.services, *(settings(t.target).get("services") or [])]
                 if isinstance(s, dict) and s.get("protocol") == proto]
+    if having:
+        declared = [s for s in declared if s.get(having)]
+        if not declared:
+            raise NotApplicable(f"the target's {capability} services declare no {having} (services[].{having}; "
+                                "see fixtures/targets/example-storage.yaml)")
     return {"port": port, **(declared[0] if declared else {"name": proto})}
 
 
-def endpoint(t, capability: str, far: bool = False) -> tuple[str, dict, int, Client]:
+def endpoint(t, capability: str, far: bool = False, having: str | None = None) -> tuple[str, dict, int, Client]:
     """(the service's address, its declared service, the service's port, the client node): the
     address the entry names (``address``: an endpoint that is a device of its own, as the lab's
-    NVMe/TCP target), else the DUT's global address."""
-    svc = service(t, capability)
+    VM target), else the DUT's global address."""
+    svc = service(t, capability, having)
     addr = str(svc["address"]) if svc.get("address") else dut_address(t)
     return addr, svc, int(svc["port"]), client(t, far)
 

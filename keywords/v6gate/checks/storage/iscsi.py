@@ -3,10 +3,7 @@ values (RFC 7143 §13.8)."""
 
 from __future__ import annotations
 
-import json
-
 from ...core.check import Part, check
-from ...errors import BenchError
 from ...net.iscsi import parse_target_address
 from . import _client as C
 
@@ -54,19 +51,11 @@ def sendtargets_portals_are_ipv6(t):
     the link and carries no zone, and an unbracketed IPv6 literal cannot be
     told apart from the port: each breaks the initiator's next login."""
     dut, svc, port, cl = C.endpoint(t, "iSCSI")
-    since = t.port.now()
-    rc, out, err = cl.python("v6gate.net.iscsi", ["sendtargets", dut, str(port), C.INITIATOR],
-                             max(10.0, 5 * t.reply_timeout))
-    t.wait(0.2)
-    try:
-        answer = json.loads(out.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise BenchError(f"the iSCSI discovery client gave no answer (exit {rc}): {err.strip()[-300:]}") from None
+    answer, since = C.ask(t, cl, "v6gate.net.iscsi", ["sendtargets", dut, str(port), C.INITIATOR],
+                          "iSCSI discovery client")
     if "error" in answer:
-        msg = f"discovery session on [{dut}]:{port} failed: {answer['error']}; {C.dut_frames_summary(t, since, dut)}"
-        if answer.get("dut_fault"):
-            return t.failed(msg)
-        raise BenchError(msg)
+        return C.speaker_failed(t, answer, f"discovery session on [{dut}]:{port} failed: {answer['error']}; "
+                                           f"{C.dut_frames_summary(t, since, dut)}")
     pairs = answer["sendtargets"]
     t.measure("sendtargets", pairs)
     names = [v for k, v in pairs if k == "TargetName"]

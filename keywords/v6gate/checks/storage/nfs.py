@@ -1,12 +1,13 @@
-"""NFSv3 over IPv6: what rpcbind tells clients (RFC 1833 v3/v4 DUMP,
-netids and universal addresses of RFC 5665)."""
+"""NFS over IPv6: what rpcbind tells NFSv3 clients (RFC 1833 v3/v4 DUMP,
+netids and universal addresses of RFC 5665), and where an NFSv4 referral
+sends them (fs_locations, RFC 7530 §8.4-8.5)."""
 
 from __future__ import annotations
 
 import ipaddress
 import re
 
-from ...core.check import check
+from ...core.check import Part, check
 from . import _client as C
 
 NFS_PROG, MOUNT_PROG = 100003, 100005
@@ -95,3 +96,69 @@ def rpcbind_registrations_are_ipv6(t):
     if problems:
         return t.failed("; ".join(problems) + f" ({summary})")
     return t.passed(f"rpcbind over IPv6 lists {summary}; every IPv6 universal address is valid")
+
+
+def judge_locations(fsl: dict | None, link_is_global: bool = True) -> list[str]:
+    """What is wrong with a referral's fs_locations for an IPv6-only link:
+    there must be a location, and every server must be a name or a global
+    IPv6 literal (RFC 5952 text; brackets and zones are not part of it)."""
+    if not fsl or not fsl.get("locations"):
+        return ["the referral's fs_locations name no location (a client has nowhere to go, RFC 7530 §8.4.3)"]
+    problems = []
+    for i, loc in enumerate(fsl["locations"]):
+        if not loc.get("servers"):
+            problems.append(f"location {i} ({loc.get('rootpath')}) names no server")
+        for server in loc.get("servers", []):
+            host, _, zone = server.strip("[]").partition("%")
+            try:
+                ipaddress.ip_address(host)
+            except ValueError:
+                continue  # a name: resolved by the client, over DNS (AAAA)
+            bad = C.classify(host, link_is_global)
+            if bad:
+                problems.append(f"location {i}: server {server!r} is {bad}")
+            elif zone:
+                problems.append(f"location {i}: server {server!r} carries a zone (%{zone}), local to the server")
+            elif server.startswith("["):
+                problems.append(f"location {i}: server {server!r} is bracketed: an IPv6 literal is RFC 5952 text")
+    return problems
+
+
+@check(
+    area="storage", ipv6ready=None,
+    title="An NFSv4 referral's fs_locations name only servers reachable over IPv6",
+    rfc="RFC 7530 §8.4.3 (referrals: fs_locations tell the client where the file system is), §8.5 (fs_location4: "
+        "server names or address literals, rootpath); RFC 5661 §11.9 (NFSv4.1); RFC 5952 (IPv6 text)",
+    expect="PUTROOTFH, LOOKUP of the declared referral and GETATTR(fs_locations, fsid) over IPv6 succeed; every "
+           "location names a server that is a DNS name or a global IPv6 literal: none IPv4, link-local, "
+           "loopback, zoned or bracketed",
+    parts=[
+        Part("A", "fs_locations of the referral (control: a referral to an IPv4 server)",
+             fault="dut_nfs_refers_to_ipv4_server"),
+        Part("B", "fs_locations of the referral (control: a referral to a link-local server)",
+             fault="dut_nfs_refers_to_link_local_server"),
+    ],
+    capabilities=["NFS"], dut_config="storage-vm", liveness=None,
+)
+def referral_locations_are_ipv6(t):
+    """A referral is how an NFSv4 server sends a client to the server that
+    holds a file system (a migrated or federated export).  On an IPv6-only
+    network a location naming an IPv4 server cannot be followed, nor a
+    link-local one from off the link: the client's LOOKUP ends there."""
+    addr, svc, port, cl = C.endpoint(t, "NFS", having="referral")
+    path = svc["referral"]
+    answer, since = C.ask(t, cl, "v6gate.net.nfs4", ["fs_locations", addr, str(port), path], "NFSv4 client")
+    if "error" in answer:
+        return C.speaker_failed(t, answer, f"NFSv4 COMPOUND to [{addr}]:{port} failed: {answer['error']}; "
+                                           f"{C.dut_frames_summary(t, since, addr)}")
+    t.measure("compound", answer)
+    ops = ", ".join(f"{o['op']}:{o['status']}" for o in answer["ops"])
+    if answer["status"] != "NFS4_OK":
+        return t.failed(f"PUTROOTFH, LOOKUP {path}, GETATTR(fs_locations) on [{addr}]:{port} ended "
+                        f"{answer['status']} (operations {ops}): the declared referral's locations cannot be read")
+    fsl = answer["attrs"].get("fs_locations")
+    problems = judge_locations(fsl)
+    if problems:
+        return t.failed("; ".join(problems) + f" (fs_locations of {path} on [{addr}]:{port}: {fsl})")
+    shown = "; ".join(f"server {', '.join(loc['servers'])} path {loc['rootpath']}" for loc in fsl["locations"])
+    return t.passed(f"fs_locations of {path} (fs_root {fsl['fs_root']}) over IPv6: {shown}")

@@ -5,7 +5,7 @@ NVMe/TCP Transport 1.0 §3.1 and §4.1: TRADDR, ADRFAM).
 
 The host side is ``net/nvme_tcp.py`` (the kernel NVMe/TCP host is missing
 here).  The lab's target is Linux nvmet-tcp in a VM on the DUT's link
-(``lab/services/nvme_target.py``), a device of its own: the target file
+(``lab/services/vm_target.py``), a device of its own: the target file
 names its address (``services[].address``); a real array's NVMe/TCP
 endpoint is the DUT's global address unless its entry names another.
 """
@@ -13,7 +13,6 @@ endpoint is the DUT's global address unless its entry names another.
 from __future__ import annotations
 
 import ipaddress
-import json
 
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
@@ -61,23 +60,16 @@ def judge_log_entries(entries: list[dict], link_is_global: bool = True) -> list[
 def _discover(t) -> tuple[dict, str, int, float, C.Client]:
     """(the client's answer, the endpoint address, port, session start, client) of one discovery session."""
     addr, _, port, cl = C.endpoint(t, "NVMe-TCP")
-    since = t.port.now()
-    rc, out, err = cl.python("v6gate.net.nvme_tcp", ["discover", addr, str(port)], max(10.0, 5 * t.reply_timeout))
-    t.wait(0.3)  # the session's last frames reach the capture
-    try:
-        answer = json.loads(out.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise BenchError(f"the NVMe/TCP discovery host gave no answer (exit {rc}): {err.strip()[-300:]}") from None
+    answer, since = C.ask(t, cl, "v6gate.net.nvme_tcp", ["discover", addr, str(port)], "NVMe/TCP discovery host",
+                          settle=0.3)
     return answer, addr, port, since, cl
 
 
 def _session_failed(t, answer: dict, addr: str, port: int, since: float):
     frames = C.session_frames(t, since, addr, port)
-    msg = (f"NVMe/TCP discovery on [{addr}]:{port} failed: {answer['error']}; {len(frames)} IPv6 frames to/from "
-           f"port {port}; {C.dut_frames_summary(t, since, addr)}")
-    if answer.get("dut_fault"):
-        return t.failed(msg)
-    raise BenchError(msg)
+    return C.speaker_failed(t, answer, f"NVMe/TCP discovery on [{addr}]:{port} failed: {answer['error']}; "
+                                       f"{len(frames)} IPv6 frames to/from port {port}; "
+                                       f"{C.dut_frames_summary(t, since, addr)}")
 
 
 @check(
@@ -94,7 +86,7 @@ def _session_failed(t, answer: dict, addr: str, port: int, since: float):
              fault="dut_nvme_sends_ipv4_beside_its_sessions",
              expect="the discovery session completes and the target sends no IPv4 frame during it"),
     ],
-    capabilities=["NVMe-TCP"], dut_config="storage-nvme", liveness=None,
+    capabilities=["NVMe-TCP"], dut_config="storage-vm", liveness=None,
 )
 def nvme_tcp_discovery_answers_over_ipv6_only(t):
     """An NVMe/TCP host finds subsystems through a discovery controller.
@@ -136,7 +128,7 @@ def nvme_tcp_discovery_answers_over_ipv6_only(t):
         Part("B", "discovery log on the global address (control: a link-local referral with a zone)",
              fault="dut_nvme_refers_to_link_local_discovery"),
     ],
-    capabilities=["NVMe-TCP"], dut_config="storage-nvme", liveness=None,
+    capabilities=["NVMe-TCP"], dut_config="storage-vm", liveness=None,
 )
 def nvme_discovery_log_entries_are_ipv6(t):
     """A host connects to what the Discovery Log Page lists: every
