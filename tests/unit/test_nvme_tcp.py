@@ -186,3 +186,51 @@ def test_console_exec_reads_between_its_markers(tmp_path):
     threading.Thread(target=serve, daemon=True).start()
     assert console_exec(path, "cat x", timeout=5) == (3, "port 1\nipv6")
     srv.close()
+
+
+def test_a_write_answers_each_r2t_with_h2cdata_in_maxh2cdata_pieces():
+    """The controller asks for the data in two R2Ts; the host sends each window in H2CData PDUs of at most
+    MAXH2CDATA bytes (here 1,000), the last of each window flagged LAST_PDU, then the completion arrives."""
+    data = bytes(range(256)) * 10  # 2,560 bytes
+    host_end, ctrl = socket.socketpair()
+    host_end.settimeout(5)
+    got = []
+
+    def serve():
+        ctrl.recv(128)
+        ctrl.sendall(struct.pack("<BBBBIHBBI", N.ICRESP, 0, 128, 0, 128, 0, 0, 0, 1000) + bytes(112))
+        ch = N.recv_exact(ctrl, 8)
+        plen = struct.unpack_from("<I", ch, 4)[0]
+        N.recv_exact(ctrl, plen - 8)  # the Write capsule
+        for r2to, r2tl in ((0, 1500), (1500, 1060)):
+            ctrl.sendall(struct.pack("<BBBBIHHIII", N.R2T, 0, 24, 0, 24, 1, 7, r2to, r2tl, 0))
+            done = 0
+            while done < r2tl:
+                h = N.recv_exact(ctrl, 24)
+                ptype, flags, _, _, plen, cid, ttag, off, n = struct.unpack_from("<BBBBIHHII", h, 0)
+                got.append((ptype, flags, cid, ttag, off, n, N.recv_exact(ctrl, plen - 24)))
+                done += n
+        ctrl.sendall(_resp(1))
+
+    threading.Thread(target=serve, daemon=True).start()
+    h = N.Host.__new__(N.Host)
+    h.sock, h.cid = host_end, 0
+    h.sock.sendall(N.icreq())
+    _, _, hdr, _ = N.recv_pdu(h.sock)
+    h.icresp = {"maxh2cdata": struct.unpack_from("<I", hdr, 12)[0]}
+    h.io(N.NVM_WRITE, 0, 5, 512, write=data)
+    assert [(p[0], p[1], p[2], p[3], p[4], p[5]) for p in got] == [
+        (N.H2C_DATA, 0, 1, 7, 0, 1000), (N.H2C_DATA, N.H2C_LAST, 1, 7, 1000, 500),
+        (N.H2C_DATA, 0, 1, 7, 1500, 1000), (N.H2C_DATA, N.H2C_LAST, 1, 7, 2500, 60)]
+    assert b"".join(p[6] for p in got) == data
+
+
+def test_lba_format_reads_the_formatted_lba_size():
+    ns = bytearray(4096)
+    struct.pack_into("<Q", ns, 0, 16384)
+    ns[26] = 1  # FLBAS: format 1
+    ns[128 + 4 + 2] = 12  # LBAF1: LBADS 12 (4,096 bytes)
+    assert N.lba_format(bytes(ns)) == (16384, 4096)
+    ns[128 + 4 + 2] = 3
+    with pytest.raises(N.NvmeError, match="LBA data size"):
+        N.lba_format(bytes(ns))

@@ -7,6 +7,12 @@ CSTS until RDY (a controller serves admin commands only when enabled),
 Get Log Page 70h (the Discovery Log Page: its 1,024-byte header, then every
 entry), and a Property Set CC.SHN (normal shutdown) before closing.
 
+``... rw ADDR PORT NQN SRC DST`` connects an admin queue and an I/O queue
+(qid 1) to subsystem NQN, reads the namespace's LBA size (Identify), writes
+SRC's bytes from LBA 0 of namespace 1 (Write; the data goes out in H2CData
+PDUs answering the controller's R2Ts) and reads them back into DST (Read;
+C2HData PDUs).
+
 Run as a program inside the client's namespace (``python -m
 v6gate.net.nvme_tcp discover ADDR PORT``); it prints one JSON object: the
 controller's ICResp, the log's header and entries, or the error.  Debian
@@ -29,7 +35,9 @@ HOST_NQN = f"nqn.2014-08.org.nvmexpress:uuid:{HOST_UUID}"
 #: PDU types (TCP transport §3.6.2)
 ICREQ, ICRESP, H2C_TERM, C2H_TERM, CAPSULE_CMD, CAPSULE_RESP, H2C_DATA, C2H_DATA, R2T = 0, 1, 2, 3, 4, 5, 6, 7, 9
 C2H_LAST, C2H_SUCCESS = 0x04, 0x08
-FABRICS, GET_LOG_PAGE = 0x7F, 0x02
+FABRICS, GET_LOG_PAGE, IDENTIFY = 0x7F, 0x02, 0x06
+NVM_WRITE, NVM_READ = 0x01, 0x02
+H2C_LAST = 0x04
 PROP_SET, CONNECT, PROP_GET = 0x00, 0x01, 0x04
 REG_CC, REG_CSTS = 0x14, 0x1C
 #: SGL identifiers: in-capsule data (Data Block, Offset) and data moved by C2HData/H2CData PDUs (Transport)
@@ -103,8 +111,9 @@ class Host:
     def close(self) -> None:
         self.sock.close()
 
-    def command(self, build, data: bytes = b"", read: int = 0) -> tuple[int, bytes]:
-        """Send ``build(cid)`` (an SQE), with in-capsule ``data``; collect
+    def command(self, build, data: bytes = b"", read: int = 0, write: bytes = b"") -> tuple[int, bytes]:
+        """Send ``build(cid)`` (an SQE), with in-capsule ``data``; send
+        ``write`` in H2CData PDUs as the controller's R2Ts ask; collect
         ``read`` bytes of C2HData; returns (CQE dword 0, the data)."""
         self.cid = (self.cid + 1) & 0xFFFF
         cid = self.cid
@@ -113,6 +122,9 @@ class Host:
         seen = 0
         while True:
             ptype, flags, h, payload = recv_pdu(self.sock)
+            if ptype == R2T:
+                self._send_data(cid, write, h)
+                continue
             if ptype == C2H_DATA:
                 ccid, _, datao, datal = struct.unpack_from("<HHII", h, 8)
                 if ccid != cid or datao + datal > read or len(payload) < datal:
@@ -133,10 +145,24 @@ class Host:
                 raise NvmeError(f"command {cid} failed: status code type {sct:#x}, status code {sc:#x}")
             return dw0, bytes(got)
 
-    def connect(self, subnqn: str, qid: int = 0, sqsize: int = 31) -> int:
+    def _send_data(self, cid: int, write: bytes, h: bytes) -> None:
+        """Answer an R2T: its window of ``write`` in H2CData PDUs of at most MAXH2CDATA bytes."""
+        ccid, ttag, r2to, r2tl = struct.unpack_from("<HHII", h, 8)
+        if ccid != cid or r2to + r2tl > len(write):
+            raise NvmeError(f"R2T for command {ccid} asks for bytes {r2to}+{r2tl}; command {cid} writes {len(write)}")
+        step = max(1, min(self.icresp["maxh2cdata"] or r2tl, 1 << 20))
+        off = r2to
+        while off < r2to + r2tl:
+            n = min(step, r2to + r2tl - off)
+            last = H2C_LAST if off + n == r2to + r2tl else 0
+            self.sock.sendall(struct.pack("<BBBBIHHIII", H2C_DATA, last, 24, 24, 24 + n, cid, ttag, off, n, 0)
+                              + write[off:off + n])
+            off += n
+
+    def connect(self, subnqn: str, qid: int = 0, sqsize: int = 31, cntlid: int = 0xFFFF) -> int:
         data = bytearray(1024)
         data[0:16] = HOST_UUID.bytes
-        struct.pack_into("<H", data, 16, 0xFFFF)  # any controller (the dynamic model)
+        struct.pack_into("<H", data, 16, cntlid)  # 0xFFFF on the admin queue: any controller (the dynamic model)
         data[256:256 + len(subnqn)] = subnqn.encode()
         data[512:512 + len(HOST_NQN)] = HOST_NQN.encode()
         spec = struct.pack("<HHHBBI", 0, qid, sqsize, 0, 0, 0)  # recfmt, qid, sqsize, cattr, resv, kato 0
@@ -166,6 +192,19 @@ class Host:
         cdw = struct.pack("<IIII", lid | ((numd & 0xFFFF) << 16), numd >> 16, offset & 0xFFFFFFFF, offset >> 32)
         _, data = self.command(lambda cid: sqe(GET_LOG_PAGE, cid, sgl=(SGL_TRANSPORT, length), cdw10=cdw),
                                read=length)
+        return data
+
+    def identify(self, cns: int, nsid: int = 0) -> bytes:
+        _, data = self.command(lambda cid: sqe(IDENTIFY, cid, nsid=nsid, sgl=(SGL_TRANSPORT, 4096),
+                                               cdw10=struct.pack("<I", cns)), read=4096)
+        return data
+
+    def io(self, opcode: int, lba: int, blocks: int, lba_size: int, write: bytes = b"") -> bytes:
+        """Write or Read ``blocks`` logical blocks of namespace 1 from ``lba``."""
+        n = blocks * lba_size
+        cdw = struct.pack("<III", lba & 0xFFFFFFFF, lba >> 32, blocks - 1)
+        _, data = self.command(lambda cid: sqe(opcode, cid, nsid=1, sgl=(SGL_TRANSPORT, n), cdw10=cdw),
+                               read=0 if write else n, write=write)
         return data
 
     def shutdown(self) -> None:
@@ -209,9 +248,56 @@ def discovery(addr: str, port: int, timeout: float = 5.0) -> dict:
         host.close()
 
 
+def lba_format(ns: bytes) -> tuple[int, int]:
+    """(namespace size in blocks, LBA data size in bytes) from Identify Namespace (Base 2.0 §5.17.2.1)."""
+    nsze = struct.unpack_from("<Q", ns, 0)[0]
+    lbads = ns[128 + 4 * (ns[26] & 0x0F) + 2]
+    if not 9 <= lbads <= 16:
+        raise NvmeError(f"Identify Namespace gives LBA data size 2^{lbads}")
+    return nsze, 1 << lbads
+
+
+def write_and_read_back(addr: str, port: int, nqn: str, src: str, dst: str, chunk: int = 128 << 10,
+                        timeout: float = 4.0) -> dict:
+    """Write ``src``'s bytes from LBA 0 of namespace 1 of ``nqn`` and read them back into ``dst``."""
+    import time
+
+    data = open(src, "rb").read()
+    admin = Host(addr, port, timeout)
+    try:
+        cntlid = admin.connect(nqn)
+        admin.enable()
+        nsze, lba = lba_format(admin.identify(0, nsid=1))
+        if len(data) % lba or len(data) // lba > nsze:
+            raise ValueError(f"{len(data)} bytes do not fit whole {lba}-byte blocks of a {nsze}-block namespace")
+        io = Host(addr, port, timeout)
+        try:
+            io.connect(nqn, qid=1, cntlid=cntlid)
+            t0 = time.monotonic()
+            for off in range(0, len(data), chunk):
+                part = data[off:off + chunk]
+                io.io(NVM_WRITE, off // lba, len(part) // lba, lba, write=part)
+            back = bytearray()
+            for off in range(0, len(data), chunk):
+                n = min(chunk, len(data) - off)
+                back += io.io(NVM_READ, off // lba, n // lba, lba)
+            seconds = time.monotonic() - t0
+        finally:
+            io.close()
+        admin.shutdown()
+    finally:
+        admin.close()
+    open(dst, "wb").write(back)
+    return {"cntlid": cntlid, "lba_size": lba, "nsze": nsze, "bytes": len(data), "seconds": round(seconds, 3)}
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 7 and argv[1] == "rw":
+        return answer(lambda: write_and_read_back(argv[2], int(argv[3]), argv[4], argv[5], argv[6]),
+                      (OSError, NvmeError, ValueError), (NvmeError, ConnectionError, TimeoutError))
     if len(argv) != 4 or argv[1] != "discover":
-        print("usage: python -m v6gate.net.nvme_tcp discover ADDRESS PORT", file=sys.stderr)
+        print("usage: python -m v6gate.net.nvme_tcp discover ADDRESS PORT | rw ADDRESS PORT NQN SRC DST",
+              file=sys.stderr)
         return 2
     return answer(lambda: discovery(argv[2], int(argv[3])), (OSError, NvmeError),
                   (NvmeError, ConnectionError, TimeoutError))

@@ -82,10 +82,15 @@ class Client:
 def ask(t, cl: Client, module: str, args: list[str], what: str, settle: float = 0.2) -> tuple[dict, float]:
     """Run a protocol speaker of ``net/`` (``python -m MODULE ARGS``, see
     ``net/speaker.py``) on the client node: (its JSON answer, the session's
-    start on the tester's clock).  No answer at all is the bench's fault."""
+    start on the tester's clock).  A speaker still waiting on the DUT's
+    socket when its time is up is the DUT's doing; no answer otherwise is the
+    bench's fault."""
     since = t.port.now()
-    rc, out, err = cl.python(module, args, max(10.0, 5 * t.reply_timeout))
+    limit = max(10.0, 5 * t.reply_timeout)
+    rc, out, err = cl.python(module, args, limit)
     t.wait(settle)  # the session's last frames reach the capture
+    if rc is None:
+        return {"error": f"timed out after {limit:g} s waiting for the DUT", "dut_fault": True}, since
     try:
         return json.loads(out.strip().splitlines()[-1]), since
     except (ValueError, IndexError):

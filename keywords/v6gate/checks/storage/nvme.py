@@ -1,7 +1,8 @@
 """NVMe/TCP over IPv6: the discovery controller answers on a global IPv6
-address, and its Discovery Log Page hands out only IPv6 transport
-addresses usable on the link (NVMe over Fabrics: Base 2.0 §5.16.1.23;
-NVMe/TCP Transport 1.0 §3.1 and §4.1: TRADDR, ADRFAM).
+address, its Discovery Log Page hands out only IPv6 transport addresses
+usable on the link (NVMe over Fabrics: Base 2.0 §5.16.1.23; NVMe/TCP
+Transport 1.0 §3.1 and §4.1: TRADDR, ADRFAM), and data written over an I/O
+queue reads back intact with full-size segments on the wire.
 
 The host side is ``net/nvme_tcp.py`` (the kernel NVMe/TCP host is missing
 here).  The lab's target is Linux nvmet-tcp in a VM on the DUT's link
@@ -13,6 +14,7 @@ endpoint is the DUT's global address unless its entry names another.
 from __future__ import annotations
 
 import ipaddress
+import secrets
 
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
@@ -20,6 +22,7 @@ from scapy.layers.l2 import Ether
 from ...core.check import Part, check
 from ...errors import BenchError
 from . import _client as C
+from .integrity import PATTERN_BYTES, _dut_mss, _largest, _largest_frame, first_difference, pattern
 
 IP_TRANSPORTS = ("tcp", "rdma")
 
@@ -150,3 +153,47 @@ def nvme_discovery_log_entries_are_ipv6(t):
         return t.failed("; ".join(problems) + f" (Discovery Log Page of [{addr}]:{port}, {len(entries)} entries)")
     shown = ", ".join(f"{e['subtype']} [{e['traddr']}]:{e['trsvcid']}" for e in entries)
     return t.passed(f"{len(entries)} entries, all ADRFAM IPv6 with global addresses: {shown or '-'}")
+
+
+@check(
+    area="storage", ipv6ready=None,
+    title="Data written over NVMe/TCP on IPv6 reads back intact with segments at the link MTU",
+    rfc="NVMe/TCP Transport 1.0 §3.3-3.4 (H2CData after R2T, C2HData), NVM Command Set 1.0 §3.2.4/§3.2.6 "
+        "(Write, Read); RFC 8200 §5 (packet size: the link MTU), RFC 9293 §3.7.1 (MSS from the MTU)",
+    expect="a 4 MiB pattern written from LBA 0 of namespace 1 on an I/O queue (qid 1) and read back compares equal, "
+           "the target's full-size segments crossing the link",
+    parts=[Part(None, fault="dut_vm_loses_full_size_ipv6_packets")],
+    capabilities=["NVMe-TCP"], dut_config="storage-vm", liveness=None,
+)
+def nvme_data_reads_back_intact_at_link_mtu(t):
+    """Block storage is only as good as what reads back.  Over an IPv6
+    path the target's Read data goes out in full-size segments (MSS from
+    the link MTU); if those are lost the host's reads stall, and if blocks
+    are misplaced they compare wrong."""
+    addr, svc, port, cl = C.endpoint(t, "NVMe-TCP")
+    if not svc.get("nqn") or svc.get("writable") is not True:
+        raise C.NotApplicable("the integrity check writes the first 4 MiB of namespace 1: declare the NVMe-TCP "
+                              "service's nqn and writable: true in the target file")
+    data = pattern(PATTERN_BYTES, secrets.token_bytes(8))
+    local_in, local_out = cl.workdir / "nvme-pattern.in", cl.workdir / "nvme-pattern.out"
+    local_in.write_bytes(data)
+    local_out.unlink(missing_ok=True)
+    what = f"Write/Read of {len(data)} bytes on {svc['nqn']} namespace 1 at [{addr}]:{port}"
+    answer, since = C.ask(t, cl, "v6gate.net.nvme_tcp", ["rw", addr, str(port), svc["nqn"], str(local_in),
+                                                          str(local_out)], "NVMe/TCP host")
+    if "error" in answer:
+        return C.speaker_failed(t, answer, f"{what} failed: {answer['error']}; {_largest(t, since, addr, port)}; "
+                                           f"{C.dut_frames_summary(t, since, addr)}")
+    t.measure("io", answer)
+    largest, mss = _largest_frame(t, since, addr, port), _dut_mss(t, since, addr, port)
+    t.measure("largest_dut_packet_bytes", largest)
+    t.measure("dut_mss", mss)
+    if not local_out.exists():
+        raise BenchError(f"the NVMe/TCP host reported success but wrote no {local_out}")
+    diff = first_difference(data, local_out.read_bytes())
+    if diff != "identical":
+        return t.failed(f"the {len(data)}-byte pattern read back wrong over NVMe/TCP: {diff}")
+    mtu = t.target.link_mtu
+    return t.passed(f"{len(data)} bytes written and read back identical over IPv6 ({answer['lba_size']}-byte "
+                    f"blocks, {answer['seconds']} s); the target announced MSS {mss or 'unseen'} (link MTU {mtu}); "
+                    f"its largest captured packet {largest} bytes")
