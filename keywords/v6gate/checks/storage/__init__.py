@@ -3,7 +3,11 @@
 
 One module per concern: ``reach`` (each service answers over IPv6, no IPv4
 on the wire), ``iscsi`` (SendTargets portals), ``nfs`` (rpcbind/mountd
-registrations), ``integrity`` (data written and read back over IPv6).
-Shared helpers are in ``_client``.  The lab DUT serves them under its
-``storage`` configuration (tgt, nfs-ganesha, samba; fixtures/lab/topology.yaml).
+registrations, NFSv4 referral fs_locations), ``nvme`` (NVMe/TCP discovery,
+its log's entries, data integrity), ``integrity`` (data written and read
+back over IPv6), ``smb`` (the interface list), ``renumber`` (a session
+across address deprecation).  Shared helpers are in ``_client``.  The lab
+DUT serves them under its ``storage`` configuration (tgt, nfs-ganesha,
+samba); the lab's kernel target VM (Linux nvmet-tcp and knfsd) under
+``storage-vm`` (fixtures/lab/topology.yaml).
 """
