@@ -4,17 +4,18 @@ without tshark and without a per-packet object for the common frames.
 Most frames of a production capture are TCP or UDP payload between hosts
 the audit already knows, from addresses it already recorded.  For such a
 frame ``Audit.add`` only counts (frames, bytes, family, the IPv4 kind), so
-this loop does exactly that from a few header fields read with
-``struct.unpack_from``: the EtherType (one 802.1Q tag allowed), the IP
-version, protocol, lengths and checksums, the ports, the TCP flags, the
-source MAC and IP address.  Every other frame (ARP, DHCPv4, DHCPv6, DNS,
+the counting kernel (``scankernel.c``, loaded by ``kernel.py``) does exactly
+that inside the reader's buffer, from a few header fields: the EtherType
+(one 802.1Q tag allowed), the IP version, protocol, lengths and checksums,
+the ports, the TCP flags, the source MAC and IP address; what it counted
+goes to the host (``Known.drain``) before Python looks at the host again.  Every other frame (ARP, DHCPv4, DHCPv6, DNS,
 ND, RAs, ICMP, a SYN, extension headers, fragments, a bad checksum, a
 truncated frame, the first frame of a host or of an address, anything
 while a host is inside V6ONLY_WAIT) goes to the deep dissector
 (``dissect.fields_of``, tshark's fields) and to ``Audit.add`` itself.
 
-``known`` remembers, per host (raw MAC), the source addresses for which a
-counted frame would change nothing else.  Those facts only grow (an
+``Known`` remembers, per host (raw MAC), the source addresses for which a
+counted frame would change nothing else (in the kernel's tables).  Those facts only grow (an
 address once recorded stays recorded) except when the host restarts an
 interface (a DAD probe of its link-local address starts a new episode,
 ``Host.episode_used`` is a new set): then they are forgotten.  What other
@@ -30,22 +31,35 @@ fixture, edge-case and synthetic capture, and against tshark).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import socket
-import struct
 import sys
 import time
 
 from ..net import v6only as V
-from . import dissect
+from . import dissect, kernel
 from .hosts import MAX_ADDRESSES, Audit
+from .kernel import (
+    DEEP,
+    MAIL_ADDR,
+    MAIL_COUNTED,
+    MAIL_DIRTY,
+    MAIL_FRAMES,
+    MAIL_LAST_NS,
+    MAIL_NS,
+    MAIL_POS,
+    MAIL_SLOT,
+    MAIL_WORDS,
+    PROMOTE,
+    ROW,
+    SYNC,
+)
 from .pcapread import Reader
 from .tshark import F
 
-_HH = struct.Struct("!HH")
-#: ports whose payload an audit field reads (DNS, mDNS, LLMNR, DHCPv4, DHCPv6): always the deep path
-CONTROL_PORTS = frozenset((53, 5353, 5355, 67, 68, 4011, 546, 547))
-ZERO16 = bytes(16)
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+NS = 1_000_000_000
 
 
 class Progress:
@@ -85,28 +99,247 @@ class Progress:
             self.update(frames, done_bytes, final=True)
 
 
-def _ok(pseudo: bytes, seg: bytes) -> bool:
-    """The Internet checksum over pseudo header + segment verifies: their
-    16-bit words sum to 0xFFFF in ones' complement, i.e. the big-endian
-    number they form is 0 modulo 0xFFFF (2**16 = 1 mod 0xFFFF); one
-    modulo over both, the segment's odd byte padded by a shift."""
-    n = int.from_bytes(seg, "big")
-    if len(seg) & 1:
-        n <<= 8
-    return (int.from_bytes(pseudo, "big") + n) % 0xFFFF == 0
+
+def _ns_after(t: float) -> int:
+    """The first integer nanosecond ``n`` with ``n / 1e9 > t`` as Python
+    divides (``fast.py`` has always compared the frame's ``ns / 1e9`` with
+    the window's float bounds; the kernel compares integers)."""
+    if t != t or t == float("inf"):
+        return I64_MAX
+    if t == float("-inf"):
+        return I64_MIN
+    n = int(t * NS)
+    while n / NS > t:
+        n -= 1
+    while n / NS <= t:
+        n += 1
+    return max(I64_MIN, min(I64_MAX, n))
 
 
-#: ICMPv6 types Audit.add only counts from a known address: echo, MLD, NS (not DAD: the source is
-#: known, so not ::), NA, Redirect (ND ones with hop limit 255); RS and RA change host state, errors quote packets
-ICMP6_COUNTED = frozenset((128, 129, 130, 131, 132, 143, 135, 136, 137))
-ND_TYPES = frozenset((133, 134, 135, 136, 137))
+class Entry:
+    """What the fast path knows of one host: where its counted frames go
+    (``holder``: the Host, or a parallel worker's Tally), its kernel slot,
+    and the episode (``Host.episode_used``) the knowledge is from (None: a
+    parallel worker's, from before this chunk's Audit)."""
+
+    __slots__ = ("episode", "holder", "mac", "slot")
+
+    def __init__(self, mac: bytes, holder, slot: int, episode):
+        self.mac, self.holder, self.slot, self.episode = mac, holder, slot, episode
 
 
-def _icmp6_counted(fr: bytes, o: int, end: int, hlim: int, addrs: bytes) -> bool:
-    t = fr[o]
-    if t not in ICMP6_COUNTED or (t in ND_TYPES and hlim != 255):
-        return False
-    return _ok(addrs + (end - o).to_bytes(4, "big") + b"\0\0\0\x3a", fr[o:end])
+class Known:
+    """The hosts the counting kernel counts frames of, and the facts it
+    counts them on: per host (raw MAC) the source addresses for which a
+    counted frame changes nothing but counters (``learn``, after each deep
+    frame of the host), and for its IPv4 frames whether the host's IPv4 was
+    seen and the V6ONLY_WAIT window (``sync``, asked by the kernel when it
+    meets a host whose facts may have changed).  The reader hands the
+    kernel its buffer (``pcap``, ``pcapng``) and takes the records it does
+    not count.  ``holder(host)``: where a host's counted frames go;
+    ``promote(entry, raw address, frame number, ns)``: a parallel worker's
+    host uses an address carried from an earlier chunk (True: count it)."""
+
+    def __init__(self, lib, hosts: dict, holder, promote=None, progress: Progress | None = None):
+        self.lib, self.hosts, self.holder, self.promote, self.progress = lib, hosts, holder, promote, progress
+        self.mail = (ctypes.c_int64 * MAIL_WORDS)()
+        self.ctx = lib.v6s_new(self.mail)
+        if not self.ctx:
+            raise MemoryError("the counting kernel")
+        self.entries: dict[bytes, Entry] = {}
+        self.slots: list[Entry | None] = []
+        self.rows = (ctypes.c_int64 * (ROW * 1024))()
+        self.counted = 0
+        self.audit: Audit | None = None  # its t_last follows the last counted frame
+        self.stop = -1  # the slot of the frame the kernel stopped at for the deep path (-2: unknown)
+        self.stop_dirty = 0
+        self.shown = 0  # frames when the progress line was last updated
+
+    def close(self) -> None:
+        if self.ctx:
+            self.drain()
+            self.lib.v6s_free(self.ctx)
+            self.ctx = None
+
+    # -- what it counted, into the hosts --------------------------------------------------------------
+    def drain(self, slot: int = -1) -> None:
+        """Add what the kernel counted to the holders (of one slot, or all)."""
+        lib, rows, slots = self.lib, self.rows, self.slots
+        while True:
+            n = lib.v6s_drain(self.ctx, slot, rows, 1024)
+            if not n:
+                return
+            flat = rows[:ROW * n]
+            for i in range(0, ROW * n, ROW):
+                s, frames, nbytes, last_ns, v6f, v6b, v4f, quiet_n, lo, hi = flat[i:i + ROW]
+                h = slots[s].holder
+                h.frames += frames
+                h.bytes += nbytes
+                h.last_time = last_ns / NS
+                if v6f:
+                    h.v6_frames += v6f
+                    h.v6_bytes += v6b
+                if v4f:
+                    h.v4_frames += v4f
+                    h.kinds[V.IPV4].more(v4f, lo / NS, hi / NS)
+                    if quiet_n:  # within V6ONLY_WAIT, already reported: counted as Audit.add does
+                        h.after_offer_108.count += quiet_n
+            if slot >= 0 or n < 1024:
+                return
+
+    def before_deep(self, src: bytes) -> None:
+        """The reader hands out a frame of ``src`` for the deep path: what
+        the kernel counted of that host goes to it first."""
+        if self.stop >= 0:
+            if self.stop_dirty:
+                self.drain(self.stop)
+        elif self.stop == -2:
+            e = self.entries.get(src)
+            if e is not None:
+                self.drain(e.slot)
+        self.stop = -2
+
+    def invalidate(self, mac: str | None = None) -> None:
+        """A host's IPv4 facts may have changed (``mac``; None: any host's)."""
+        if mac is None:
+            self.lib.v6s_invalidate(self.ctx, -1)
+            return
+        try:
+            e = self.entries.get(bytes.fromhex(mac.replace(":", "")))
+        except ValueError:
+            return
+        if e is not None:
+            self.lib.v6s_invalidate(self.ctx, e.slot)
+
+    def _facts(self, holder) -> tuple:
+        """The kernel's copy of a host's facts: its IPv4 seen, counted after
+        an OFFER with option 108, its first four RS recorded (by the Audit
+        this process feeds: a parallel worker's chunk's, a lower bound), and
+        the V6ONLY_WAIT window in integer nanoseconds."""
+        seen = holder.kinds.get(V.IPV4)
+        host = self.hosts.get(holder.mac)
+        lo, hi = I64_MAX, I64_MIN
+        if holder.offers_108:
+            lo, hi = _ns_after(holder.offers_108[0][0]), _ns_after(holder.quiet_until) - 1
+        return (seen is not None and seen.count > 0, holder.after_offer_108.count > 0,
+                host is not None and len(host.rs_times) >= 4, lo, hi)
+
+    def sync(self, slot: int) -> None:
+        self.drain(slot)
+        self.lib.v6s_learn(self.ctx, slot, None, None, *self._facts(self.slots[slot].holder))
+
+    # -- what it knows ---------------------------------------------------------------------------------
+    def _new(self, src: bytes, holder, episode) -> Entry:
+        old = self.entries.get(src)
+        if old is not None:
+            self.drain(old.slot)
+        slot = self.lib.v6s_slot(self.ctx, src)
+        if slot < 0:
+            raise MemoryError("the counting kernel")
+        self.lib.v6s_activate(self.ctx, slot, 1)  # no address known (its earlier ones are void)
+        e = self.entries[src] = Entry(src, holder, slot, episode)
+        if slot >= len(self.slots):
+            self.slots.extend([None] * (slot + 1 - len(self.slots)))
+        self.slots[slot] = e
+        return e
+
+    def forget(self, src: bytes) -> None:
+        """What was known of a host's addresses is void (it restarted)."""
+        e = self.entries.pop(src, None)
+        if e is not None:
+            self.drain(e.slot)
+            self.lib.v6s_activate(self.ctx, e.slot, 0)
+
+    def learn(self, src: bytes, f: list) -> None:
+        """After a deep frame from raw MAC ``src``: record the source
+        addresses for which a counted frame of the host would change
+        nothing but counters, and its IPv4 facts."""
+        h = self.hosts.get(f[ESRC])
+        if h is None:
+            return
+        e = self.entries.get(src)
+        if e is None or (e.episode is not h.episode_used and e.episode is not None):  # a DAD probe of a
+            e = self._new(src, self.holder(h), h.episode_used)  # link-local: a new episode
+        else:  # (None: a parallel worker's knowledge of the host, from before this chunk's Audit)
+            e.holder, e.episode = self.holder(h), h.episode_used
+        v6 = f[V6_SRC].split(",", 1)[0]
+        a6 = a4 = None
+        if v6 and v6 != "::" and (v6 in h.ipv6_addrs or len(h.ipv6_addrs) >= MAX_ADDRESSES) and (
+                h.episode is None or v6 in h.episode_used or len(h.episode_used) >= MAX_ADDRESSES):
+            a6 = socket.inet_pton(socket.AF_INET6, v6)
+        v4 = f[IP_SRC].split(",", 1)[0]
+        if v4 and (v4 == "0.0.0.0" or v4 in h.ipv4_addrs or len(h.ipv4_addrs) >= MAX_ADDRESSES):
+            a4 = socket.inet_aton(v4) + ZERO12
+        # (the host's counted frames were drained before its deep frame: none since)
+        if self.lib.v6s_learn(self.ctx, e.slot, a6, a4, *self._facts(e.holder)):
+            raise MemoryError("the counting kernel")
+
+    def promoted(self, e: Entry, src: bytes) -> None:
+        """An address carried from an earlier chunk is the host's known one now."""
+        self.lib.v6s_addr(self.ctx, e.slot, -3, src)
+        self.lib.v6s_addr(self.ctx, e.slot, 1, src)
+
+    def new_chunk(self, holder_of) -> None:
+        """A parallel worker's next chunk: each host's counted frames go to
+        ``holder_of(mac)``; its IPv6 addresses are carried (used again, they
+        are promoted); its episode is unknown."""
+        self.drain()
+        for e in self.entries.values():
+            e.holder, e.episode = holder_of(e.holder.mac), None
+        if self.lib.v6s_carry_all(self.ctx):
+            raise MemoryError("the counting kernel")
+        self.invalidate()
+
+    # -- the reader's buffer ---------------------------------------------------------------------------
+    def interfaces(self, ifaces: list) -> ctypes.Array:
+        """pcapng interfaces for the kernel: (link type, units per second, offset s); a resolution beyond
+        64 bits is 0 (the reader reads that interface's frames itself)."""
+        flat = []
+        for lt, per_s, tsoff in ifaces:
+            flat += [lt, per_s if 0 < per_s <= I64_MAX else 0, max(I64_MIN, min(I64_MAX, tsoff))]
+        return (ctypes.c_int64 * max(1, len(flat)))(*flat)
+
+    def pcap(self, reader, b, limit: int, big: bool, nano: bool, linktype: int, count: bool) -> None:
+        self._run(reader, b, self.lib.v6s_pcap, (limit, big, nano, linktype & 0xFFFFFFFF, count))
+
+    def pcapng(self, reader, b, limit: int, big: bool, table, n: int, count: bool) -> None:
+        self._run(reader, b, self.lib.v6s_pcapng, (limit, big, table, n, count))
+
+    def _run(self, reader, b, fn, args) -> None:
+        """The kernel over the reader's buffer from its position: the records
+        it counts (or walks) are consumed; it stops at the first one the
+        reader or the deep path must take."""
+        mail, ctx, buf = self.mail, self.ctx, b.buf
+        pos, size = b.pos, len(buf)
+        while True:
+            rc = fn(ctx, buf, size, pos, *args)
+            pos = mail[MAIL_POS]
+            reader.frames += mail[MAIL_FRAMES]
+            if rc == SYNC:
+                self.sync(mail[MAIL_SLOT])
+                continue
+            if rc == PROMOTE:
+                src = ctypes.string_at(ctypes.addressof(mail) + 8 * MAIL_ADDR, 16)
+                if not self.promote(self.slots[mail[MAIL_SLOT]], src, reader.frames + 1, mail[MAIL_NS]):
+                    self.lib.v6s_force_deep(ctx)
+                continue
+            break
+        b.pos = pos
+        if rc == DEEP:
+            self.stop, self.stop_dirty = mail[MAIL_SLOT], mail[MAIL_DIRTY]
+        else:
+            self.stop = -2
+        counted = mail[MAIL_COUNTED]
+        if counted != self.counted:
+            self.counted = counted
+            self.audit.t_last = mail[MAIL_LAST_NS] / NS
+        if self.progress is not None and reader.frames - self.shown >= 65536:
+            self.shown = reader.frames
+            self.progress.update(reader.frames, reader.bytes_read)
+
+
+ESRC, V6_SRC, IP_SRC = F["esrc"], F["v6_src"], F["ip_src"]
+ZERO12 = bytes(12)
 
 
 def option_108_decoder(audit: Audit) -> dict:
@@ -127,34 +360,16 @@ def option_108_decoder(audit: Audit) -> dict:
     return state
 
 
-def learner(hosts: dict, known: dict, holder, carried):
-    """``learn(src, fields)``, after a deep frame from raw MAC ``src``: record
-    in ``known[src]`` = [``holder(host)``, {raw IPv6 source}, {raw IPv4
-    source}, the host's episode set, ``carried``] the source addresses for
-    which a counted frame of the host would change nothing but counters."""
-    esrc, v6_src, ip_src = F["esrc"], F["v6_src"], F["ip_src"]
-
-    def learn(src: bytes, f: list) -> None:
-        h = hosts.get(f[esrc])
-        if h is None:
-            return
-        entry = known.get(src)
-        if entry is None or (entry[3] is not h.episode_used and entry[3] is not None):  # a DAD probe of a
-            entry = known[src] = [holder(h), set(), set(), h.episode_used, carried()]  # link-local: a new episode
-        else:  # (None: a parallel worker's knowledge of the host, from before this chunk's Audit)
-            entry[0], entry[3] = holder(h), h.episode_used
-        v6 = f[v6_src].split(",", 1)[0]
-        if v6 and v6 != "::" and (v6 in h.ipv6_addrs or len(h.ipv6_addrs) >= MAX_ADDRESSES) and (
-                h.episode is None or v6 in h.episode_used or len(h.episode_used) >= MAX_ADDRESSES):
-            entry[1].add(socket.inet_pton(socket.AF_INET6, v6))
-        v4 = f[ip_src].split(",", 1)[0]
-        if v4 and (v4 == "0.0.0.0" or v4 in h.ipv4_addrs or len(h.ipv4_addrs) >= MAX_ADDRESSES):
-            entry[2].add(socket.inet_aton(v4))
-
-    return learn
-
-
-NOTHING = frozenset()
+def known_for(audit: Audit, holder, *, promote=None, progress: Progress | None = None,
+              deep_only: bool = False) -> Known | None:
+    """The fast path's knowledge for ``audit`` (None: every frame goes
+    deep, asked for or because the kernel cannot be built)."""
+    lib = None if deep_only else kernel.load()
+    if lib is None:
+        return None
+    known = Known(lib, audit.hosts, holder, promote=promote, progress=progress)
+    known.audit = audit
+    return known
 
 
 def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress | None = None, jobs: int = 1,
@@ -168,10 +383,13 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
 
         return read_parallel(audit, path, jobs=jobs, chunk_bytes=chunk_bytes, progress=progress)
     reader = Reader(path)
-    known: dict[bytes, list] = {}
     state = option_108_decoder(audit)
-    learn = learner(audit.hosts, known, lambda h: h, lambda: NOTHING)
-    _, deep, shortcut = scan(audit, reader, known, learn, state, deep_only=deep_only, progress=progress)
+    known = known_for(audit, lambda h: h, progress=progress, deep_only=deep_only)
+    try:
+        _, deep, shortcut = scan(audit, reader, known, state, progress=progress)
+    finally:
+        if known is not None:
+            known.close()
     audit.frames += shortcut  # Audit.add counts the deep ones itself
     if progress is not None:
         progress.finish(reader.frames, reader.bytes_read)
@@ -179,130 +397,37 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
             "workers": 1, "pid": os.getpid()}
 
 
-def scan(audit: Audit, reader: Reader, known: dict, learn, state: dict, *, promote=None, sink=None,
-         deep_only: bool = False, progress: Progress | None = None) -> tuple[int, int, int]:
-    """The frames ``reader`` hands out into ``audit``: counted from their
-    headers when ``known`` says that is all ``Audit.add`` would do (into
-    ``known[mac][0]``: the Host, or a parallel worker's tally), else
-    dissected, added, given to ``sink(frame number, offset, fields)`` and
-    ``learn``ed from.  ``promote(entry, raw IPv6 source, frame number,
-    ns)``: an address of ``entry[4]`` (a parallel worker's knowledge from
-    an earlier chunk) is used.  Returns (frames, deep, counted)."""
+def scan(audit: Audit, reader: Reader, known: Known | None, state: dict, *, sink=None,
+         progress: Progress | None = None) -> tuple[int, int, int]:
+    """The frames of ``reader`` into ``audit``: those ``known`` counts are
+    counted by the kernel (into their holders); the others are dissected,
+    added, given to ``sink(frame number, offset, fields)`` and learned
+    from.  ``known`` None: every frame is dissected.  Returns (frames
+    handed to the deep path, deep, counted)."""
     fields_of, add = dissect.fields_of, audit.add
-    ipv4_kind = V.IPV4
-    k = deep = shortcut = 0
-    check_every = (1 << 16) - 1
-    fast, from_bytes, unpack_ports, control_ports = not deep_only, int.from_bytes, _HH.unpack_from, CONTROL_PORTS
-    for off, ns, orig, lt, fr in reader:
+    chaddr = F["dhcp_chaddr"]
+    k = deep = 0
+    check_every = (1 << 14) - 1
+    reader.fast = known
+    for off, _ns, orig, lt, fr in reader:
         k += 1
         if progress is not None and not k & check_every:
             progress.update(reader.frames, reader.bytes_read)
-        if fast and lt == 1 and len(fr) >= 54 and not fr[6] & 1:
-            entry = known.get(fr[6:12])
-            if entry is not None:
-                et = (fr[12] << 8) | fr[13]
-                l3 = 14
-                if et == 0x8100:
-                    et = (fr[16] << 8) | fr[17]
-                    l3 = 18
-                h = entry[0]
-                flen = len(fr)
-                counted = None  # the Seen to count an IPv4 frame in, or True for an IPv6 frame
-                # the checksums inline (the hot loop: no call per frame): the Internet checksum verifies
-                # when pseudo header + segment, read as one big-endian number, is 0 modulo 0xFFFF
-                # (2**16 = 1 mod 0xFFFF); the pseudo header's words are the addresses (just before the
-                # segment when there is no extension header), the length and the protocol
-                if et == 0x86DD and fr[l3] >> 4 == 6:
-                    nh = fr[l3 + 6]
-                    o = l3 + 40
-                    end = o + ((fr[l3 + 4] << 8) | fr[l3 + 5])
-                    while (nh == 0 or nh == 60) and o + 8 <= end:  # hop-by-hop, destination options
-                        nh, o = fr[o], o + (fr[o + 1] + 1) * 8
-                    if o + 8 <= end <= flen and (fr[l3 + 8:l3 + 24] in entry[1] or (
-                            entry[4] and fr[l3 + 8:l3 + 24] in entry[4] and promote(entry, fr[l3 + 8:l3 + 24],
-                                                                                    reader.frames, ns))):
-                        if nh == 6 or nh == 17:
-                            sport, dport = unpack_ports(fr, o)
-                            seg_end = 0
-                            if sport in control_ports or dport in control_ports:
-                                pass
-                            elif nh == 17:
-                                length = (fr[o + 4] << 8) | fr[o + 5]  # tshark's pseudo header: the UDP length
-                                if length >= 8 and o + length <= flen:
-                                    if fr[o + 6] or fr[o + 7]:
-                                        seg_end = o + length
-                                    else:  # no checksum: "not present", not "bad"
-                                        counted = True
-                            elif end >= o + 20 and fr[o + 13] & 0x12 != 0x02:  # not a connection attempt
-                                seg_end, length = end, end - o
-                            if seg_end:
-                                if o == l3 + 40:
-                                    v = from_bytes(fr[l3 + 8:seg_end], "big")
-                                    if (seg_end - o) & 1:
-                                        v <<= 8
-                                else:
-                                    v = from_bytes(fr[o:seg_end], "big")
-                                    if (seg_end - o) & 1:
-                                        v <<= 8
-                                    v += from_bytes(fr[l3 + 8:l3 + 40], "big")
-                                if not (v + length + nh) % 0xFFFF:
-                                    counted = True
-                        elif nh == 58 and _icmp6_counted(fr, o, end, fr[l3 + 7], fr[l3 + 8:l3 + 40]):
-                            counted = True
-                elif et == 0x0800 and fr[l3] == 0x45:
-                    proto = fr[l3 + 9]
-                    o = l3 + 20
-                    end = l3 + ((fr[l3 + 2] << 8) | fr[l3 + 3])
-                    if ((proto == 6 or proto == 17) and o + 8 <= end <= flen and not fr[l3 + 6] & 0x3F
-                            and not fr[l3 + 7] and fr[l3 + 12:l3 + 16] in entry[2]):
-                        t = ns / 1_000_000_000
-                        quiet = h.offers_108 and h.offers_108[0][0] < t <= h.quiet_until
-                        seen = h.kinds.get(ipv4_kind)
-                        if ((not quiet or h.after_offer_108.count) and seen is not None and seen.count
-                                and not from_bytes(fr[l3:o], "big") % 0xFFFF):
-                            sport, dport = unpack_ports(fr, o)
-                            seg_end = 0
-                            if sport in control_ports or dport in control_ports:
-                                pass
-                            elif proto == 17:
-                                length = (fr[o + 4] << 8) | fr[o + 5]
-                                if length >= 8 and o + length <= flen:
-                                    if fr[o + 6] or fr[o + 7]:
-                                        seg_end = o + length
-                                    else:
-                                        counted = seen
-                            elif end >= o + 20 and fr[o + 13] & 0x12 != 0x02:
-                                seg_end, length = end, end - o
-                            if seg_end:
-                                v = from_bytes(fr[l3 + 12:seg_end], "big")  # the addresses, then the segment
-                                if (seg_end - o) & 1:
-                                    v <<= 8
-                                if not (v + length + proto) % 0xFFFF:
-                                    counted = seen
-                if counted is not None:  # what Audit.add does with such a frame: count it, nothing else
-                    t = ns / 1_000_000_000
-                    shortcut += 1
-                    audit.t_last = t
-                    h.frames += 1
-                    h.bytes += orig
-                    h.last_time = t
-                    if counted is True:
-                        h.v6_frames += 1
-                        h.v6_bytes += orig
-                    else:
-                        h.v4_frames += 1
-                        counted.count += 1
-                        if quiet:  # within V6ONLY_WAIT, already reported: counted as Audit.add does
-                            h.after_offer_108.count += 1
-                    continue
-        # the deep path: tshark's fields from the dissector, Audit.add as the tshark path runs it
         deep += 1
+        if known is not None and lt == 1 and len(fr) >= 14:
+            known.before_deep(fr[6:12])
         state["frame"] = fr
-        f = fields_of(fr, lt, orig, ns)
+        f = fields_of(fr, lt, orig, _ns)
         add(reader.frames, off, f)
         if sink is not None:
             sink(reader.frames, off, f)
-        if deep_only or lt != 1 or len(fr) < 14:
+        if known is None:
             continue
-        learn(fr[6:12], f)
-    return k, deep, shortcut
+        if f[chaddr]:  # an OFFER changes its client's V6ONLY_WAIT
+            known.invalidate(f[chaddr].split(",", 1)[0])
+        if lt == 1 and len(fr) >= 14:
+            known.learn(fr[6:12], f)
+    if known is not None:
+        known.drain()
+        return k, deep, known.counted
+    return k, deep, 0

@@ -64,6 +64,10 @@ class Seen:
             self.first_time, self.first_frame, self.first = time, frame, what
         self.count += 1
 
+    def more(self, n: int, _first_time: float, _last_time: float) -> None:
+        """``n`` more, none of them the first (what the fast path counted)."""
+        self.count += n
+
     def as_dict(self, t0: float) -> dict:
         if not self.count:
             return {"count": 0}

@@ -62,8 +62,9 @@ import tempfile
 from pathlib import Path
 
 from ..net import v6only as V
+from . import kernel
 from .dissect import ntop6, time_text
-from .fast import Progress, learner, option_108_decoder, scan
+from .fast import Progress, known_for, option_108_decoder, scan
 from .hosts import Audit, Seen
 from .pcapread import Reader
 from .tshark import F
@@ -107,14 +108,13 @@ class _V4:
     def count(self) -> int:
         return self.n + 1
 
-    @count.setter
-    def count(self, value: int) -> None:
-        self.n = value - 1
-        t = self.tally.last_time  # fast.scan sets it before counting
-        if t < self.lo:
-            self.lo = t
-        if t > self.hi:
-            self.hi = t
+    def more(self, n: int, lo: float, hi: float) -> None:
+        """``n`` counted IPv4 frames, the first at ``lo``, the last at ``hi`` (``fast.Known.drain``)."""
+        self.n += n
+        if lo < self.lo:
+            self.lo = lo
+        if hi > self.hi:
+            self.hi = hi
 
 
 #: what makes ``fast.scan`` take every IPv4 frame of a host as inside V6ONLY_WAIT with nothing counted after the
@@ -171,10 +171,9 @@ class _Worker:
         self.audit = local = Audit()
         self.state = option_108_decoder(local)
         self.tallies: dict[str, Tally] = {}
-        self.known: dict[bytes, list] = {}
         self.v4_hosts: set[str] = set()  # hosts whose IPv4 it has seen (the audit has: that only grows)
         local.watch = self.watch
-        self.learn = learner(local.hosts, self.known, lambda h: self.tally(h.mac), set)
+        self.known = known_for(local, lambda h: self.tally(h.mac), promote=self.promote)
         self.reader = Reader(path, chunk_bytes, self.keep)
         self.out = None  # the current chunk's spool file
         self.batch: list = []
@@ -196,11 +195,13 @@ class _Worker:
         are dissected for the rest of the chunk; a restart makes what the
         worker knew of its addresses void (as ``fast.learn`` does)."""
         self.tally(mac).block_ipv4()
-        if what == "restart":
-            self.known.pop(bytes.fromhex(mac.replace(":", "")), None)
+        if self.known is not None:
+            self.known.invalidate(mac)
+            if what == "restart":
+                self.known.forget(bytes.fromhex(mac.replace(":", "")))
 
     def run(self) -> None:
-        scan(self.audit, self.reader, self.known, self.learn, self.state, promote=self.promote, sink=self.sink)
+        scan(self.audit, self.reader, self.known, self.state, sink=self.sink)
         self.flush()
         _send(self.notify, ("done", _peak_kib()))
 
@@ -220,12 +221,8 @@ class _Worker:
         local.rdnss_seen.clear()
         local.pref64_seen.clear()
         self.tallies.clear()
-        for entry in self.known.values():
-            entry[0] = self.tally(entry[0].mac)
-            entry[3] = None
-            if entry[1]:
-                entry[4] |= entry[1]
-                entry[1] = set()
+        if self.known is not None:
+            self.known.new_chunk(self.tally)
         return True
 
     def sink(self, frame: int, offset: int, f: list) -> None:
@@ -239,12 +236,11 @@ class _Worker:
             pickle.dump(self.batch, self.out, protocol=pickle.HIGHEST_PROTOCOL)
             self.batch = []
 
-    def promote(self, entry: list, src: bytes, frame: int, ns: int) -> bool:
+    def promote(self, entry, src: bytes, frame: int, ns: int) -> bool:
         """The host sends from an address learned in an earlier chunk: the
         parent records it as used in the host's episode at this frame."""
-        entry[4].discard(src)
-        entry[1].add(src)
-        self.batch.append((frame, -1, entry[0].mac, ntop6(src), ns))
+        self.known.promoted(entry, src)
+        self.batch.append((frame, -1, entry.holder.mac, ntop6(src), ns))
         return True
 
     def flush(self) -> None:
@@ -294,7 +290,7 @@ class _Merge:
         self.jobs = len(workers) + 1
         self.merged = self.redone = self.deep = 0
         self.reader: Reader | None = None
-        self.known: dict[bytes, list] = {}  # this process's fast.scan knowledge
+        self.known = None  # this process's fast.Known
 
     def keep(self, chunk: int) -> bool:
         owner = chunk % self.jobs
@@ -340,6 +336,7 @@ class _Merge:
         state["replay"] = True
         restarted = set()
         audit.watch = lambda mac, what: restarted.add(mac) if what == "restart" else None
+        known = self.known
         try:
             for rec in batch:
                 if rec[1] < 0:  # the host uses an address it was known by in an earlier chunk
@@ -353,11 +350,11 @@ class _Merge:
         finally:
             state["replay"] = False
             audit.watch = None
-        for mac in restarted:  # what this process knew of a host that restarted in the chunk: forgotten,
-            key = bytes.fromhex(mac.replace(":", ""))  # as fast.learn forgets it after a restart it reads itself
-            entry = self.known.get(key)
-            if entry is not None and entry[3] is not entry[0].episode_used:
-                del self.known[key]
+        for mac in restarted if known is not None else ():  # what this process knew of a host that restarted
+            key = bytes.fromhex(mac.replace(":", ""))  # in the chunk: forgotten, as fast.Known.learn forgets it
+            entry = known.entries.get(key)  # after a restart it reads itself
+            if entry is not None and entry.episode is not entry.holder.episode_used:
+                known.forget(key)
 
     def _count(self, summary: dict, quiet: set) -> None:
         audit, hosts = self.audit, self.audit.hosts
@@ -390,6 +387,7 @@ def read_parallel(audit: Audit, path, *, jobs: int, chunk_bytes: int | None = No
     spool = tempfile.mkdtemp(prefix="v6gate-audit-chunks-")
     state = option_108_decoder(audit)
     workers: list[dict] = []
+    kernel.load()  # built and loaded once, before the workers fork
     gc.collect()
     gc.freeze()  # the collector does not touch (and so copy) the objects the workers share with this process
     try:
@@ -425,9 +423,12 @@ def read_parallel(audit: Audit, path, *, jobs: int, chunk_bytes: int | None = No
             workers.append({"pid": pid, "notify": os.fdopen(notify_r, "rb"), "credit": credit_w, "failed": False})
         merge = _Merge(audit, state, spool, workers, progress)
         reader = merge.reader = Reader(path, chunk_bytes, merge.keep)
-        known = merge.known
-        learn = learner(audit.hosts, known, lambda h: h, frozenset)
-        _, deep, shortcut = scan(audit, reader, known, learn, state, progress=progress)
+        known = merge.known = known_for(audit, lambda h: h, progress=progress)
+        try:
+            _, deep, shortcut = scan(audit, reader, known, state, progress=progress)
+        finally:
+            if known is not None:
+                known.close()
         audit.frames += shortcut
         child_peak = 0
         for w in workers:

@@ -32,6 +32,7 @@ from .capture import EPB, OPB, PCAP_MAGICS, PCAPNG_SHB, SPB, capture_format
 
 READ = 4 << 20  # bytes per read: big enough that the per-read cost vanishes
 MAX_RECORD = 0x4000000  # 64 MiB: larger is a damaged length field, not a frame
+FAST_AHEAD = 1 << 18  # bytes kept ahead in the buffer for the counting kernel (larger records: the reader's)
 IDB = 1
 INF = float("inf")
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
@@ -96,12 +97,20 @@ class Reader:
         self.chunk_bytes = chunk_bytes if keep is not None and chunk_bytes > 0 else 0
         self.keep = keep
         self.chunk = -1  # the chunk the walk is in
+        #: the counting kernel (fast.Known): it consumes the records it counts (or, in a chunk whose frames are
+        #: not handed out, walks) before the reader looks at the next one itself
+        self.fast = None
 
     def _enter(self, off: int) -> tuple[float, bool]:
         """The walk reached a record or block at ``off`` past the current
         chunk: (where the chunk it is in ends, whether its frames are handed out)."""
         self.chunk = off // self.chunk_bytes
-        return (self.chunk + 1) * self.chunk_bytes, bool(self.keep(self.chunk))
+        if self.fast is not None:
+            self.fast.drain()  # what it counted goes to the hosts before the chunk changes them
+        kept = bool(self.keep(self.chunk))
+        if self.fast is not None:
+            self.fast.invalidate()  # (a merged chunk changed them)
+        return (self.chunk + 1) * self.chunk_bytes, kept
 
     @property
     def bytes_read(self) -> int:
@@ -145,7 +154,16 @@ class Reader:
         rec = struct.Struct(endian + "IIII")
         unpack = rec.unpack_from
         boundary, kept = (0 if self.chunk_bytes else INF), True
+        fast, big = self.fast, endian == ">"
         while True:
+            while fast is not None:
+                if len(b.buf) - b.pos < FAST_AHEAD:
+                    b.need(FAST_AHEAD)  # (the kernel takes only records wholly in the buffer)
+                if b.base + b.pos >= boundary and len(b.buf) - b.pos >= 16:
+                    boundary, kept = self._enter(b.base + b.pos)  # (the kernel stops at a chunk's start)
+                fast.pcap(self, b, len(b.buf) if boundary == INF else boundary - b.base, big, nano, linktype, kept)
+                if b.base + b.pos < boundary or len(b.buf) - b.pos < 16:
+                    break
             if len(b.buf) - b.pos < 16 and not b.need(16):
                 if b.left():
                     raise self._truncated(f"the header of packet {self.frames + 1}", b.base + b.pos)
@@ -177,7 +195,19 @@ class Reader:
         epb = {"<": struct.Struct("<IIIII"), ">": struct.Struct(">IIIII")}
         opb = {"<": struct.Struct("<HHIIII"), ">": struct.Struct(">HHIIII")}
         boundary, kept = (0 if self.chunk_bytes else INF), True
+        fast, table = self.fast, None  # table: ifaces for the kernel, made again when they change
         while True:
+            while fast is not None and ifaces:
+                if len(b.buf) - b.pos < FAST_AHEAD:
+                    b.need(FAST_AHEAD)
+                if b.base + b.pos >= boundary and len(b.buf) - b.pos >= 8:
+                    boundary, kept = self._enter(b.base + b.pos)
+                if table is None:
+                    table = fast.interfaces(ifaces)
+                fast.pcapng(self, b, len(b.buf) if boundary == INF else boundary - b.base, endian == ">", table,
+                            len(ifaces), kept)
+                if b.base + b.pos < boundary or len(b.buf) - b.pos < 8:
+                    break
             if not b.need(8):
                 if b.left():
                     raise self._truncated("a block header", b.base + b.pos)
@@ -202,7 +232,7 @@ class Reader:
                 if not b.need(blen):
                     raise self._truncated("a section header", off)
                 b.pos += blen
-                ifaces = []
+                ifaces, table = [], None
                 continue
             btype, blen = hdr[endian].unpack_from(b.buf, pos)
             if blen < 12 or blen % 4 or blen > MAX_RECORD:
@@ -245,6 +275,7 @@ class Reader:
                 if blen < 20:
                     raise self._corrupt(f"pcapng interface description (length {blen})", off)
                 ifaces.append(self._idb(buf, pos, blen, endian))
+                table = None
 
     def _idb(self, buf: bytes, pos: int, blen: int, endian: str) -> tuple[int, int, int]:
         linktype = struct.unpack_from(endian + "H", buf, pos + 8)[0]
