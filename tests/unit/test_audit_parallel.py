@@ -177,10 +177,13 @@ def test_the_window_check_reads_a_straddling_chunk_again():
     assert parallel._quiet_hosts(audit, [("02:00:00:00:00:02", 5, 500, 1.0, 0, 0, 5, 5, 101.0, 200.0)]) == set()
 
 
-def test_parallel_only_when_it_pays():
+def test_parallel_only_when_it_pays(monkeypatch):
     assert parallel.default_jobs(parallel.PARALLEL_MIN_BYTES - 1, "pcap") == 1
     assert parallel.default_jobs(10 * parallel.PARALLEL_MIN_BYTES, "gzip") == 1
+    assert parallel.default_jobs(10 * parallel.PARALLEL_MIN_BYTES, "pcapng") == 1, "the kernel reads on one core"
+    monkeypatch.setattr(parallel.kernel, "load", lambda: None)  # every frame dissected: the second core pays
     assert parallel.default_jobs(10 * parallel.PARALLEL_MIN_BYTES, "pcapng") >= 1
+    assert parallel.default_jobs(10 * parallel.PARALLEL_MIN_BYTES, "gzip") == 1
     assert parallel.chunk_size(10 << 30, 2) == parallel.MAX_CHUNK
     assert parallel.chunk_size(1 << 20, 2) == parallel.MIN_CHUNK
 

@@ -80,9 +80,13 @@ ESRC = F["esrc"]
 
 
 def default_jobs(size: int, fmt: str) -> int:
-    """Processes for an audit that did not ask: 2 when there are 2 cores and
+    """Processes for an audit that did not ask: 1 with the counting kernel
+    (it reads a realistic capture at 0.5-0.6 M frames/s on one core, faster
+    than two processes; a second pays only where control traffic dominates,
+    about 1.3 times for 1.7 times the memory: ``--jobs 2`` asks for it;
+    measured in docs/v6only.md); without it, 2 when there are 2 cores and
     the capture is large enough that the second pays; 1 for a gzip'ed one."""
-    if fmt == "gzip" or size < PARALLEL_MIN_BYTES:
+    if fmt == "gzip" or size < PARALLEL_MIN_BYTES or kernel.load() is not None:
         return 1
     return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
