@@ -7,23 +7,25 @@ frame ``Audit.add`` only counts (frames, bytes, family, the IPv4 kind), so
 the counting kernel (``scankernel.c``, loaded by ``kernel.py``) does exactly
 that inside the reader's buffer, from a few header fields: the EtherType
 (one 802.1Q tag allowed), the IP version, protocol, lengths and checksums,
-the ports, the TCP flags, the source MAC and IP address; what it counted
-goes to the host (``Known.drain``) before Python looks at the host again.  Every other frame (ARP, DHCPv4, DHCPv6, DNS,
-ND, RAs, ICMP, a SYN, extension headers, fragments, a bad checksum, a
-truncated frame, the first frame of a host or of an address, anything
-while a host is inside V6ONLY_WAIT) goes to the deep dissector
-(``dissect.fields_of``, tshark's fields) and to ``Audit.add`` itself.
+the ports, the TCP flags, the source MAC and IP address.  What it counted
+goes to the host (``Known.drain``) before Python looks at the host again.
+Every other frame (ARP, DHCPv4, DHCPv6, DNS, ND, RAs, ICMP errors, a SYN,
+extension headers, fragments, a bad checksum, a truncated frame, the first
+frame of a host or of an address, an IPv4 frame while a host is inside
+V6ONLY_WAIT with nothing counted after the OFFER yet) goes to the deep
+dissector (``dissect.fields_of``, tshark's fields) and to ``Audit.add``.
 
 ``Known`` remembers, per host (raw MAC), the source addresses for which a
-counted frame would change nothing else (in the kernel's tables).  Those facts only grow (an
-address once recorded stays recorded) except when the host restarts an
-interface (a DAD probe of its link-local address starts a new episode,
-``Host.episode_used`` is a new set): then they are forgotten.  What other
-hosts' frames change in a host (an OFFER with option 108, a DNS answer) is
-read live (V6ONLY_WAIT) or matters only to frames that always go deep (a
-SYN).  So the shortcut holds exactly when ``Audit.add`` would only have
-counted: the findings are identical to the deep path's (tested on every
-fixture, edge-case and synthetic capture, and against tshark).
+counted frame would change nothing else (in the kernel's tables).  Those
+facts only grow (an address once recorded stays recorded) except when the
+host restarts an interface (a DAD probe of its link-local address starts a
+new episode, ``Host.episode_used`` is a new set): then they are forgotten.
+What other hosts' frames change in a host (an OFFER with option 108, a DNS
+answer) is handed to the kernel again (V6ONLY_WAIT) or matters only to
+frames that always go deep (a SYN).  So the shortcut holds exactly when
+``Audit.add`` would only have counted: the findings are identical to the
+deep path's (tested on every fixture, edge-case and synthetic capture, and
+against tshark).
 
 ``read_into(..., jobs=2)`` reads the capture's chunks on two processes
 (``parallel.py``) with the same ``scan`` loop and the same result.

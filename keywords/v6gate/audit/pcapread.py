@@ -14,7 +14,9 @@ Formats: pcap in both byte orders with micro- or nanosecond timestamps;
 pcapng with any number of sections (each with its own byte order) and
 interfaces (each with its link type, if_tsresol and if_tsoffset), Enhanced,
 Simple and obsolete Packet blocks; other block types are skipped.  gzip'ed
-captures are read through ``gzip``.  A capture that ends inside a record or
+captures are read through ``gzip``.  With ``fast`` (``fast.Known``) the
+counting kernel consumes the records it counts inside the buffer before
+the reader looks at the next one itself.  A capture that ends inside a record or
 holds an impossible length is a one-line UsageError (exit 2), raised where
 the damage is: the frames before it have been handed out already.
 """
