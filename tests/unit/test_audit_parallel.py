@@ -28,7 +28,8 @@ from v6gate.errors import UsageError
 
 FIXTURES = sorted(CAPTURES.glob("*.pcapng"))
 #: what differs between two runs of the same audit: when and how fast it ran, how many processes, their memory
-RUN_ONLY = {"duration_s", "packets_per_s", "jobs", "peak_rss_mib", "peak_rss_reading_mib", "parallel"}
+RUN_ONLY = {"duration_s", "packets_per_s", "jobs", "peak_rss_mib", "peak_rss_reading_mib", "parallel",
+            "dissected_frames"}
 
 
 def state(audit: Audit) -> str:

@@ -74,8 +74,11 @@ def audit_section(doc: dict, report_dir: Path):
             "<th>stops after 108</th><th>DNS over IPv6</th><th>IPv6 first</th><th>ND</th><th>checksums</th>"
             "<th>RAs</th></tr>")
     mem = ", ".join(f"{v} MiB {k}" for k, v in info["peak_rss_mib"].items() if v)
+    dissected = (f", {info['dissected_frames']} of them dissected, the rest counted by the kernel"
+                 if info.get("dissected_frames") is not None else "")
     stats = (f"{info['packets']} packets, {info['hosts_seen']} hosts, {info['duration_s']} s "
-             f"({info['packets_per_s']} packets/s, {info.get('engine', 'tshark')} engine); peak memory {mem}")
+             f"({info['packets_per_s']} packets/s, {info.get('engine', 'tshark')} engine{dissected}); "
+             f"peak memory {mem}")
     checks = doc["checks"]
     if isinstance(checks, Spool):
         rows = checks.host_rows()

@@ -114,8 +114,10 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
         jobs, chunk_frames = counts["workers"], None  # a gzip'ed capture: 1 whatever was asked
         workers_kib = counts.get("workers_peak_rss_kib", 0)
         parallel = {k: counts[k] for k in ("chunk_bytes", "chunks_merged", "chunks_read_again") if k in counts}
+        dissected = counts["deep_frames"]  # the rest were counted by the kernel
     else:
         jobs = jobs or max(1, min(2, os.cpu_count() or 1))
+        dissected = None  # (tshark decodes every frame)
         decoder = Option108(path, fmt)
         audit = Audit(option_108=decoder)
         for frame, offset, fields in read_fields(path, chunk_frames=chunk_frames, jobs=jobs, stats=stats):
@@ -139,6 +141,7 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
                          "workers": round(workers_kib / 1024, 1)},
         "peak_rss_reading_mib": round(reading_rss / 1024, 1),
         "scapy_decoded_frames": decoder.decoded, **({"parallel": parallel} if parallel else {}),
+        **({"dissected_frames": dissected} if dissected is not None else {}),
         "rdnss_seen": sorted(audit.rdnss_seen), "pref64_seen": sorted(audit.pref64_seen),
     }
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
