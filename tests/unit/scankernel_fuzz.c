@@ -140,8 +140,14 @@ static void drive(void *c, int ng, const uint8_t *buf, int64_t len, int big, int
     for (int guard = 0; guard < 10000 && pos < len; guard++) {
         int64_t limit = below(8) ? len : (int64_t)below((unsigned)len + 1);
         int count = below(10) != 0;
-        int rc = ng ? v6s_pcapng(c, buf, len, pos, limit, big, ifs, nifs, count)
+        int rc;
+        if (below(2)) {  /* as fast.py calls it, or directly */
+            v6s_setup(c, buf, len, limit, ng, big, nano, 1, ifs, nifs, count);
+            rc = v6s_next(c, pos);
+        } else {
+            rc = ng ? v6s_pcapng(c, buf, len, pos, limit, big, ifs, nifs, count)
                     : v6s_pcap(c, buf, len, pos, limit, big, nano, 1, count);
+        }
         frames_total += mail[MAIL_FRAMES];
         pos = mail[MAIL_POS];
         seen[rc]++;

@@ -61,17 +61,25 @@ def checksum_ok(pseudo: bytes, segment: bytes) -> bool:
     return total % 0xFFFF == 0
 
 
+_NFIELDS = len(FIELDS)
+
+
 class _Out:
+    """The fields of one frame, each its occurrences joined by "," as tshark
+    aggregates them (None: none yet)."""
+
     __slots__ = ("v",)
 
     def __init__(self):
-        self.v: list[list[str]] = [[] for _ in FIELDS]
+        self.v: list[str | None] = [None] * _NFIELDS
 
     def add(self, name: str, value) -> None:
-        self.v[F[name]].append(str(value))
+        i = F[name]
+        cur = self.v[i]
+        self.v[i] = str(value) if cur is None else f"{cur},{value}"
 
     def fields(self) -> list[str]:
-        return [",".join(x) for x in self.v]
+        return ["" if x is None else x for x in self.v]
 
 
 def time_text(ns: int) -> str:

@@ -124,10 +124,14 @@ class Entry:
     and the episode (``Host.episode_used``) the knowledge is from (None: a
     parallel worker's, from before this chunk's Audit)."""
 
-    __slots__ = ("episode", "holder", "mac", "slot")
+    __slots__ = ("episode", "facts", "holder", "mac", "pushed", "slot")
 
     def __init__(self, mac: bytes, holder, slot: int, episode):
         self.mac, self.holder, self.slot, self.episode = mac, holder, slot, episode
+        # what the kernel was told (``learn`` tells it again only what changed): the host's facts (None:
+        # not since the kernel's copy was invalidated) and the addresses added (as the fields show them)
+        self.facts = None
+        self.pushed: set[str] = set()
 
 
 class Known:
@@ -156,6 +160,7 @@ class Known:
         self.stop = -1  # the slot of the frame the kernel stopped at for the deep path (-2: unknown)
         self.stop_dirty = 0
         self.shown = 0  # frames when the progress line was last updated
+        self.buf, self.walk = None, None  # what the kernel walks (v6s_setup)
 
     def close(self) -> None:
         if self.ctx:
@@ -205,6 +210,8 @@ class Known:
         """A host's IPv4 facts may have changed (``mac``; None: any host's)."""
         if mac is None:
             self.lib.v6s_invalidate(self.ctx, -1)
+            for e in self.entries.values():
+                e.facts = None
             return
         try:
             e = self.entries.get(bytes.fromhex(mac.replace(":", "")))
@@ -212,6 +219,7 @@ class Known:
             return
         if e is not None:
             self.lib.v6s_invalidate(self.ctx, e.slot)
+            e.facts = None
 
     def _facts(self, holder) -> tuple:
         """The kernel's copy of a host's facts: its IPv4 seen, counted after
@@ -228,7 +236,9 @@ class Known:
 
     def sync(self, slot: int) -> None:
         self.drain(slot)
-        self.lib.v6s_learn(self.ctx, slot, None, None, *self._facts(self.slots[slot].holder))
+        e = self.slots[slot]
+        e.facts = self._facts(e.holder)
+        self.lib.v6s_learn(self.ctx, slot, None, None, *e.facts)
 
     # -- what it knows ---------------------------------------------------------------------------------
     def _new(self, src: bytes, holder, episode) -> Entry:
@@ -266,15 +276,25 @@ class Known:
             e.holder, e.episode = self.holder(h), h.episode_used
         v6 = f[V6_SRC].split(",", 1)[0]
         a6 = a4 = None
-        if v6 and v6 != "::" and (v6 in h.ipv6_addrs or len(h.ipv6_addrs) >= MAX_ADDRESSES) and (
+        pushed = e.pushed
+        if v6 and v6 != "::" and v6 not in pushed and (
+                v6 in h.ipv6_addrs or len(h.ipv6_addrs) >= MAX_ADDRESSES) and (
                 h.episode is None or v6 in h.episode_used or len(h.episode_used) >= MAX_ADDRESSES):
             a6 = socket.inet_pton(socket.AF_INET6, v6)
         v4 = f[IP_SRC].split(",", 1)[0]
-        if v4 and (v4 == "0.0.0.0" or v4 in h.ipv4_addrs or len(h.ipv4_addrs) >= MAX_ADDRESSES):
+        if v4 and v4 not in pushed and (v4 == "0.0.0.0" or v4 in h.ipv4_addrs or len(h.ipv4_addrs) >= MAX_ADDRESSES):
             a4 = socket.inet_aton(v4) + ZERO12
         # (the host's counted frames were drained before its deep frame: none since)
-        if self.lib.v6s_learn(self.ctx, e.slot, a6, a4, *self._facts(e.holder)):
+        facts = self._facts(e.holder)
+        if a6 is None and a4 is None and facts == e.facts:
+            return  # (the kernel knows all of it)
+        if self.lib.v6s_learn(self.ctx, e.slot, a6, a4, *facts):
             raise MemoryError("the counting kernel")
+        e.facts = facts
+        if a6 is not None:
+            pushed.add(v6)
+        if a4 is not None:
+            pushed.add(v4)
 
     def promoted(self, e: Entry, src: bytes) -> None:
         """An address carried from an earlier chunk is the host's known one now."""
@@ -288,6 +308,7 @@ class Known:
         self.drain()
         for e in self.entries.values():
             e.holder, e.episode = holder_of(e.holder.mac), None
+            e.pushed.clear()  # (its IPv6 addresses are carried now; its IPv4 ones stay, told again: no matter)
         if self.lib.v6s_carry_all(self.ctx):
             raise MemoryError("the counting kernel")
         self.invalidate()
@@ -302,19 +323,24 @@ class Known:
         return (ctypes.c_int64 * max(1, len(flat)))(*flat)
 
     def pcap(self, reader, b, limit: int, big: bool, nano: bool, linktype: int, count: bool) -> None:
-        self._run(reader, b, self.lib.v6s_pcap, (limit, big, nano, linktype & 0xFFFFFFFF, count))
+        self._run(reader, b, (limit, False, big, nano, linktype & 0xFFFFFFFF, None, 0, count))
 
     def pcapng(self, reader, b, limit: int, big: bool, table, n: int, count: bool) -> None:
-        self._run(reader, b, self.lib.v6s_pcapng, (limit, big, table, n, count))
+        self._run(reader, b, (limit, True, big, False, 0, table, n, count))
 
-    def _run(self, reader, b, fn, args) -> None:
+    def _run(self, reader, b, walk: tuple) -> None:
         """The kernel over the reader's buffer from its position: the records
         it counts (or walks) are consumed; it stops at the first one the
-        reader or the deep path must take."""
+        reader or the deep path must take.  ``walk``: v6s_setup's arguments
+        after the buffer, told to the kernel when they or the buffer change."""
         mail, ctx, buf = self.mail, self.ctx, b.buf
-        pos, size = b.pos, len(buf)
+        pos = b.pos
+        if buf is not self.buf or walk != self.walk:
+            self.lib.v6s_setup(ctx, buf, len(buf), *walk)
+            self.buf, self.walk = buf, walk  # (held: the kernel reads it)
+        step = self.lib.v6s_next
         while True:
-            rc = fn(ctx, buf, size, pos, *args)
+            rc = step(ctx, pos)
             pos = mail[MAIL_POS]
             reader.frames += mail[MAIL_FRAMES]
             if rc == SYNC:

@@ -88,7 +88,9 @@ def load():
             ("v6s_carry_all", I32, [P]), ("v6s_drain", I64, [P, I64, P64, I64]),
             ("v6s_force_deep", None, [P]),
             ("v6s_pcap", I32, [P, ctypes.c_char_p, I64, I64, I64, I32, I32, U32, I32]),
-            ("v6s_pcapng", I32, [P, ctypes.c_char_p, I64, I64, I64, I32, P64, I64, I32])):
+            ("v6s_pcapng", I32, [P, ctypes.c_char_p, I64, I64, I64, I32, P64, I64, I32]),
+            ("v6s_setup", None, [P, ctypes.c_char_p, I64, I64, I32, I32, I32, U32, P64, I64, I32]),
+            ("v6s_next", I32, [P, I64])):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
     _lib = lib

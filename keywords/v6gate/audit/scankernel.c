@@ -53,6 +53,12 @@ typedef struct {
     uint32_t next_gen;
     int force_deep;                  /* the next frame goes deep (a promote said no) */
     int64_t *mail;                   /* what a call says besides its return code (MAIL_*) */
+    /* the walk v6s_next continues (v6s_setup): the reader's buffer and how to read it */
+    const uint8_t *buf;
+    int64_t len, limit, nifaces;
+    const int64_t *ifaces;
+    int big, nano, ng, count;
+    uint32_t lt;
 } ctx_t;
 
 /* the mailbox: int64 words the caller reads after a call */
@@ -525,4 +531,30 @@ int v6s_pcapng(void *p, const uint8_t *buf, int64_t len, int64_t pos, int64_t li
     c->mail[MAIL_POS] = at;
     c->mail[MAIL_FRAMES] = n;
     return rc;
+}
+
+/* What v6s_next walks until told otherwise: the reader's buffer, the first
+ * offset of the next chunk, the format (ng: pcapng, with its interfaces;
+ * else pcap with its link type and resolution), and whether frames are
+ * counted (1) or only walked (0).  One call per buffer or chunk, not per
+ * stop: a stop for the deep path is then a call of two arguments. */
+void v6s_setup(void *p, const uint8_t *buf, int64_t len, int64_t limit, int ng, int big, int nano, uint32_t lt,
+               const int64_t *ifaces, int64_t nifaces, int count) {
+    ctx_t *c = p;
+    c->buf = buf;
+    c->len = len;
+    c->limit = limit;
+    c->ng = ng;
+    c->big = big;
+    c->nano = nano;
+    c->lt = lt;
+    c->ifaces = ifaces;
+    c->nifaces = nifaces;
+    c->count = count;
+}
+
+int v6s_next(void *p, int64_t pos) {
+    ctx_t *c = p;
+    return c->ng ? v6s_pcapng(c, c->buf, c->len, pos, c->limit, c->big, c->ifaces, c->nifaces, c->count)
+                 : v6s_pcap(c, c->buf, c->len, pos, c->limit, c->big, c->nano, c->lt, c->count);
 }
