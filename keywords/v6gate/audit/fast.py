@@ -39,6 +39,7 @@ import socket
 import sys
 import time
 
+from ..errors import BenchError
 from ..net import v6only as V
 from . import dissect, kernel
 from .hosts import MAX_ADDRESSES, Audit
@@ -118,6 +119,11 @@ def _ns_after(t: float) -> int:
     return max(I64_MIN, min(I64_MAX, n))
 
 
+def _no_memory() -> BenchError:
+    return BenchError("v6gate audit: the counting kernel ran out of memory (its host and address tables); "
+                      "free memory or audit a smaller capture")
+
+
 class Entry:
     """What the fast path knows of one host: where its counted frames go
     (``holder``: the Host, or a parallel worker's Tally), its kernel slot,
@@ -151,7 +157,7 @@ class Known:
         self.mail = (ctypes.c_int64 * MAIL_WORDS)()
         self.ctx = lib.v6s_new(self.mail)
         if not self.ctx:
-            raise MemoryError("the counting kernel")
+            raise _no_memory()
         self.entries: dict[bytes, Entry] = {}
         self.slots: list[Entry | None] = []
         self.rows = (ctypes.c_int64 * (ROW * 1024))()
@@ -247,7 +253,7 @@ class Known:
             self.drain(old.slot)
         slot = self.lib.v6s_slot(self.ctx, src)
         if slot < 0:
-            raise MemoryError("the counting kernel")
+            raise _no_memory()
         self.lib.v6s_activate(self.ctx, slot, 1)  # no address known (its earlier ones are void)
         e = self.entries[src] = Entry(src, holder, slot, episode)
         if slot >= len(self.slots):
@@ -289,7 +295,7 @@ class Known:
         if a6 is None and a4 is None and facts == e.facts:
             return  # (the kernel knows all of it)
         if self.lib.v6s_learn(self.ctx, e.slot, a6, a4, *facts):
-            raise MemoryError("the counting kernel")
+            raise _no_memory()
         e.facts = facts
         if a6 is not None:
             pushed.add(v6)
@@ -310,7 +316,7 @@ class Known:
             e.holder, e.episode = holder_of(e.holder.mac), None
             e.pushed.clear()  # (its IPv6 addresses are carried now; its IPv4 ones stay, told again: no matter)
         if self.lib.v6s_carry_all(self.ctx):
-            raise MemoryError("the counting kernel")
+            raise _no_memory()
         self.invalidate()
 
     # -- the reader's buffer ---------------------------------------------------------------------------
