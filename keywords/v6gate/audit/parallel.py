@@ -99,7 +99,7 @@ def chunk_size(size: int, jobs: int) -> int:
 
 class _V4:
     """A worker's count of a host's counted IPv4 frames in a chunk, with
-    their time range.  It stands where ``fast.scan`` reads and bumps a
+    their time range.  It stands where ``fast.Known`` reads and adds to a
     host's ``kinds[IPV4]`` Seen: ``count`` reads as the chunk's count plus
     one (the host's IPv4 was seen before: why the frame is counted)."""
 
@@ -121,14 +121,14 @@ class _V4:
             self.hi = hi
 
 
-#: what makes ``fast.scan`` take every IPv4 frame of a host as inside V6ONLY_WAIT with nothing counted after the
-#: offer yet: it dissects them
+#: what makes the counting kernel take every IPv4 frame of a host as inside V6ONLY_WAIT with nothing counted
+#: after the offer yet: it dissects them
 _BLOCKED = [(-math.inf,)]
 
 
 class Tally:
     """A worker's counted frames of one host in one chunk: the attributes
-    ``fast.scan`` updates on a Host when it only counts a frame."""
+    ``fast.Known.drain`` updates on a Host with the frames the kernel counted."""
 
     __slots__ = ("after_offer_108", "bytes", "frames", "kinds", "last_time", "mac", "offers_108", "quiet_until",
                  "v4", "v4_frames", "v6_bytes", "v6_frames")
@@ -197,7 +197,7 @@ class _Worker:
     def watch(self, mac: str, what: str) -> None:
         """An OFFER with option 108 to the host or its restart: its IPv4 frames
         are dissected for the rest of the chunk; a restart makes what the
-        worker knew of its addresses void (as ``fast.learn`` does)."""
+        worker knew of its addresses void (as ``fast.Known.learn`` does)."""
         self.tally(mac).block_ipv4()
         if self.known is not None:
             self.known.invalidate(mac)
