@@ -76,3 +76,23 @@ def test_document_validates_against_the_schema():
     bad = dict(doc, checks=[dict(doc["checks"][0], verdict="MAYBE")])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(schema).validate(bad)
+
+
+def test_results_validate_raises_jsonschema_s_error_for_a_bad_check_and_accepts_what_jsonschema_accepts(
+        monkeypatch):
+    from v6gate.report import results
+
+    doc = build_document([res(), res(part="B", verdict="FAIL")], run_meta={
+        "id": "r", "started": "s", "finished": "f", "profile": "default", "target": {"name": "n", "kind": "host"},
+        "tool": {}, "host": {}})
+    results.validate(doc)
+    bad = dict(doc, checks=[doc["checks"][0], dict(doc["checks"][1], verdict="MAYBE")])
+    with pytest.raises(jsonschema.ValidationError, match="MAYBE"):
+        results.validate(bad)
+
+    def rejects_all(_check):  # a compiled validator stricter than the schema: jsonschema's word stands
+        raise results.fastjsonschema.JsonSchemaValueException("rejected")
+
+    monkeypatch.setattr(results, "_check_validator", rejects_all)
+    results.validate(doc)
+
