@@ -131,10 +131,6 @@ class Audit:
         self.frames = 0
         self.rdnss_seen: set = set()
         self.pref64_seen: set = set()
-        #: called with a host's MAC and "offer" or "restart" when its V6ONLY_WAIT window or its episode
-        #: changes (an OFFER with option 108 to it, an interface restart of it): a parallel audit
-        #: (parallel.py) stops counting its IPv4 frames in a worker, forgets what it knew of its addresses
-        self.watch = None
 
     def _host(self, mac: str, time: float, frame: int, desc: str) -> Host:
         h = self.hosts.get(mac)
@@ -232,8 +228,6 @@ class Audit:
         h.quiet_until, h.quiet_ended_by_restart = max(h.quiet_until, time + wait), False
         if len(h.offers_108) < 8:
             h.offers_108.append((time, frame, _first(f[F["dhcp_yiaddr"]]), _first(f[F["ip_src"]]), value))
-        if self.watch is not None:
-            self.watch(h.mac, "offer")
 
     # -- destination address selection (RFC 6724) -------------------------------------------------------
     def _answer(self, time: float, frame: int, f: list[str]) -> None:
@@ -304,8 +298,6 @@ class Audit:
             h.episode, h.episode_probed, h.episode_used = time, {target}, set()
             if h.quiet_until > time:
                 h.quiet_until, h.quiet_ended_by_restart = time, True
-            if self.watch is not None:
-                self.watch(h.mac, "restart")
         elif h.episode is not None:
             h.episode_probed.add(target)
 

@@ -14,15 +14,16 @@ Formats: pcap in both byte orders with micro- or nanosecond timestamps;
 pcapng with any number of sections (each with its own byte order) and
 interfaces (each with its link type, if_tsresol and if_tsoffset), Enhanced,
 Simple and obsolete Packet blocks; other block types are skipped.  gzip'ed
-captures are read through ``gzip``.  With ``fast`` (``fast.Known``) the
-counting kernel consumes the records it counts inside the buffer before
-the reader looks at the next one itself.  A capture that ends inside a record or
+captures are read through ``gzip``.  With ``engine`` (``core.Engine``) the
+C engine judges the records wholly inside the buffer before the reader
+looks at the next one itself.  A capture that ends inside a record or
 holds an impossible length is a one-line UsageError (exit 2), raised where
 the damage is: the frames before it have been handed out already.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gzip
 import struct
 import zlib
@@ -34,20 +35,23 @@ from .capture import EPB, OPB, PCAP_MAGICS, PCAPNG_SHB, SPB, capture_format
 
 READ = 4 << 20  # bytes per read: big enough that the per-read cost vanishes
 MAX_RECORD = 0x4000000  # 64 MiB: larger is a damaged length field, not a frame
-FAST_AHEAD = 1 << 18  # bytes kept ahead in the buffer for the counting kernel (larger records: the reader's)
+ENGINE_AHEAD = 1 << 18  # bytes kept ahead in the buffer for the C engine (larger records: the reader's)
 IDB = 1
-INF = float("inf")
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
 _U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
 
 
 class _Buffer:
-    """A window over a file read in big pieces."""
+    """A window over a file, refilled in big pieces into one reused
+    buffer (``readinto``: no new object, no fresh pages per read).  ``buf``
+    is a read-only view of the bytes held, valid until the next ``need``:
+    whatever outlives that is copied (the frames handed out are bytes)."""
 
-    __slots__ = ("base", "buf", "eof", "f", "pos")
+    __slots__ = ("base", "buf", "eof", "f", "pos", "store")
 
     def __init__(self, f):
         self.f, self.buf, self.pos, self.base, self.eof = f, b"", 0, 0, False
+        self.store: bytearray | None = None
 
     def need(self, n: int) -> bool:
         """Make ``n`` bytes available at ``pos``; False at the end of the file."""
@@ -55,20 +59,27 @@ class _Buffer:
             return True
         if self.eof:
             return False
-        rest = self.buf[self.pos:]
+        rest = bytes(self.buf[self.pos:])  # (a copy: the store is written over)
         self.base += self.pos
         self.pos = 0
-        pieces = [rest]
         have = len(rest)
-        while have < n or have < READ:
-            piece = self.f.read(max(READ, n - have))
-            if not piece:
+        store = self.store
+        if store is None or len(store) < max(READ, n):
+            store = self.store = bytearray(max(READ, n))
+        store[:have] = rest
+        view = memoryview(store)
+        while have < len(store):
+            got = self.f.readinto(view[have:])
+            if not got:
                 self.eof = True
                 break
-            pieces.append(piece)
-            have += len(piece)
-        self.buf = b"".join(pieces)
-        return len(self.buf) >= n
+            have += got
+        self.buf = view[:have].toreadonly()
+        return have >= n
+
+    def address(self) -> int:
+        """Where ``buf`` starts in memory (for the C engine, which reads it in place)."""
+        return ctypes.addressof(ctypes.c_char.from_buffer(self.store))
 
     def left(self) -> int:
         return len(self.buf) - self.pos
@@ -80,39 +91,16 @@ class Reader:
     ``ns`` is the frame's time as integer nanoseconds since the epoch (as
     tshark's frame.time_epoch shows it); ``frame`` is a bytes object.
     ``frames`` counts the frames read (the number of the one just handed
-    out); ``bytes_read`` where it got.
+    out); ``bytes_read`` where it got.  With ``engine`` (``core.Engine``)
+    the C engine judges the records wholly inside the buffer first; only
+    the rest are handed out here."""
 
-    Chunks (a parallel audit): with ``chunk_bytes``, the record or block
-    starting at byte offset ``off`` belongs to chunk ``off // chunk_bytes``;
-    ``keep(chunk)`` is called when the walk enters a chunk and says whether
-    its frames are handed out.  The frames of the other chunks are walked
-    (their headers read and checked exactly as the handed-out ones, pcapng
-    sections and interfaces taken in, ``frames`` counted) but not handed
-    out, so every process that walks the file agrees on the chunks, the
-    frame numbers and where a damaged capture fails."""
-
-    def __init__(self, path: Path, chunk_bytes: int = 0, keep=None):
+    def __init__(self, path: Path):
         self.path = Path(path)
         self.fmt = capture_format(self.path)
         self.frames = 0
         self.size = self.path.stat().st_size
-        self.chunk_bytes = chunk_bytes if keep is not None and chunk_bytes > 0 else 0
-        self.keep = keep
-        self.chunk = -1  # the chunk the walk is in
-        #: the counting kernel (fast.Known): it consumes the records it counts (or, in a chunk whose frames are
-        #: not handed out, walks) before the reader looks at the next one itself
-        self.fast = None
-
-    def _enter(self, off: int) -> tuple[float, bool]:
-        """The walk reached a record or block at ``off`` past the current
-        chunk: (where the chunk it is in ends, whether its frames are handed out)."""
-        self.chunk = off // self.chunk_bytes
-        if self.fast is not None:
-            self.fast.drain()  # what it counted goes to the hosts before the chunk changes them
-        kept = bool(self.keep(self.chunk))
-        if self.fast is not None:
-            self.fast.invalidate()  # (a merged chunk changed them)
-        return (self.chunk + 1) * self.chunk_bytes, kept
+        self.engine = None
 
     @property
     def bytes_read(self) -> int:
@@ -135,7 +123,7 @@ class Reader:
                 self._b = b = _Buffer(f)
                 if not b.need(4):
                     raise self._truncated("the file header", 0)
-                magic = b.buf[:4]
+                magic = bytes(b.buf[:4])
                 if magic in PCAP_MAGICS:
                     yield from self._pcap(b)
                 elif magic == PCAPNG_SHB:
@@ -149,23 +137,18 @@ class Reader:
     def _pcap(self, b: _Buffer):
         if not b.need(24):
             raise self._truncated("the pcap file header", 0)
-        endian, unit = PCAP_MAGICS[b.buf[:4]]
+        endian, unit = PCAP_MAGICS[bytes(b.buf[:4])]
         nano = unit < 1e-6
         linktype = struct.unpack_from(endian + "I", b.buf, 20)[0] & 0x0FFFFFFF
         b.pos = 24
         rec = struct.Struct(endian + "IIII")
         unpack = rec.unpack_from
-        boundary, kept = (0 if self.chunk_bytes else INF), True
-        fast, big = self.fast, endian == ">"
+        engine, big = self.engine, endian == ">"
         while True:
-            while fast is not None:
-                if len(b.buf) - b.pos < FAST_AHEAD:
-                    b.need(FAST_AHEAD)  # (the kernel takes only records wholly in the buffer)
-                if b.base + b.pos >= boundary and len(b.buf) - b.pos >= 16:
-                    boundary, kept = self._enter(b.base + b.pos)  # (the kernel stops at a chunk's start)
-                fast.pcap(self, b, len(b.buf) if boundary == INF else boundary - b.base, big, nano, linktype, kept)
-                if b.base + b.pos < boundary or len(b.buf) - b.pos < 16:
-                    break
+            if engine is not None:
+                if len(b.buf) - b.pos < ENGINE_AHEAD:
+                    b.need(ENGINE_AHEAD)  # (the engine takes only records wholly in the buffer)
+                engine.pcap(self, b, big, nano, linktype)
             if len(b.buf) - b.pos < 16 and not b.need(16):
                 if b.left():
                     raise self._truncated(f"the header of packet {self.frames + 1}", b.base + b.pos)
@@ -182,12 +165,9 @@ class Reader:
                 pos = b.pos
                 end = pos + 16 + incl
             b.pos = end
-            off = b.base + pos
-            if off >= boundary:
-                boundary, kept = self._enter(off)
             self.frames += 1
-            if kept:
-                yield off, sec * 1_000_000_000 + (frac if nano else frac * 1000), orig, linktype, b.buf[pos + 16:end]
+            yield (b.base + pos, sec * 1_000_000_000 + (frac if nano else frac * 1000), orig, linktype,
+                   bytes(b.buf[pos + 16:end]))
 
     # -- pcapng -----------------------------------------------------------------------------------------
     def _pcapng(self, b: _Buffer):
@@ -196,27 +176,19 @@ class Reader:
         hdr = {"<": struct.Struct("<II"), ">": struct.Struct(">II")}
         epb = {"<": struct.Struct("<IIIII"), ">": struct.Struct(">IIIII")}
         opb = {"<": struct.Struct("<HHIIII"), ">": struct.Struct(">HHIIII")}
-        boundary, kept = (0 if self.chunk_bytes else INF), True
-        fast, table = self.fast, None  # table: ifaces for the kernel, made again when they change
+        engine, table = self.engine, None  # table: the interfaces for the engine, made again when they change
         while True:
-            while fast is not None and ifaces:
-                if len(b.buf) - b.pos < FAST_AHEAD:
-                    b.need(FAST_AHEAD)
-                if b.base + b.pos >= boundary and len(b.buf) - b.pos >= 8:
-                    boundary, kept = self._enter(b.base + b.pos)
+            if engine is not None and ifaces:
+                if len(b.buf) - b.pos < ENGINE_AHEAD:
+                    b.need(ENGINE_AHEAD)
                 if table is None:
-                    table = fast.interfaces(ifaces)
-                fast.pcapng(self, b, len(b.buf) if boundary == INF else boundary - b.base, endian == ">", table,
-                            len(ifaces), kept)
-                if b.base + b.pos < boundary or len(b.buf) - b.pos < 8:
-                    break
+                    table = engine.interfaces(ifaces)
+                engine.pcapng(self, b, endian == ">", table, len(ifaces))
             if not b.need(8):
                 if b.left():
                     raise self._truncated("a block header", b.base + b.pos)
                 return
             pos, off = b.pos, b.base + b.pos
-            if off >= boundary:
-                boundary, kept = self._enter(off)
             if b.buf[pos:pos + 4] == PCAPNG_SHB:
                 if not b.need(12):
                     raise self._truncated("a section header", off)
@@ -261,8 +233,7 @@ class Reader:
                 units = (hi << 32) | lo
                 ns = units * 1_000_000_000 // per_s if per_s != 1_000_000 else units * 1000
                 self.frames += 1
-                if kept:
-                    yield off, ns + tsoff * 1_000_000_000, orig, linktype, buf[pos + 28:pos + 28 + caplen]
+                yield off, ns + tsoff * 1_000_000_000, orig, linktype, bytes(buf[pos + 28:pos + 28 + caplen])
             elif btype == SPB:
                 if blen < 16:
                     raise self._corrupt(f"pcapng simple packet block (length {blen})", off)
@@ -271,8 +242,7 @@ class Reader:
                 orig = _U32[endian].unpack_from(buf, pos + 8)[0]
                 linktype, snap = ifaces[0][0], blen - 16
                 self.frames += 1
-                if kept:
-                    yield off, 0, orig, linktype, buf[pos + 12:pos + 12 + min(orig, snap)]
+                yield off, 0, orig, linktype, bytes(buf[pos + 12:pos + 12 + min(orig, snap)])
             elif btype == IDB:
                 if blen < 20:
                     raise self._corrupt(f"pcapng interface description (length {blen})", off)

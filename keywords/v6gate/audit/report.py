@@ -24,9 +24,10 @@ VERDICTS = results.VERDICTS
 AREA = "audit"
 
 
-def result_for(j: Judged, mac: str, capture: Path, started: str) -> Result:
+def result_for(j: Judged, mac: str, capture: Path, started: str, pcap: str | None = None) -> Result:
+    """``pcap``: the capture as reports show it (``shown(capture)``, given once for a whole audit's results)."""
     f = j.finding
-    pcap = shown(capture)
+    pcap = pcap or shown(capture)
     if j.verdict in ("PASS", "FAIL"):
         reason = f"expected {f.expect}; seen {j.seen} (pcap: {pcap})"
     else:
@@ -74,10 +75,10 @@ def audit_section(doc: dict, report_dir: Path):
             "<th>stops after 108</th><th>DNS over IPv6</th><th>IPv6 first</th><th>ND</th><th>checksums</th>"
             "<th>RAs</th></tr>")
     mem = ", ".join(f"{v} MiB {k}" for k, v in info["peak_rss_mib"].items() if v)
-    dissected = (f", {info['dissected_frames']} of them dissected, the rest counted by the kernel"
-                 if info.get("dissected_frames") is not None else "")
+    judged = {"c": ", every frame judged in C", "python": ", every frame judged in Python (no C engine)"}.get(
+        info.get("judged_by"), "")
     stats = (f"{info['packets']} packets, {info['hosts_seen']} hosts, {info['duration_s']} s "
-             f"({info['packets_per_s']} packets/s, {info.get('engine', 'tshark')} engine{dissected}); "
+             f"({info['packets_per_s']} packets/s, {info.get('engine', 'tshark')} engine{judged}); "
              f"peak memory {mem}")
     checks = doc["checks"]
     if isinstance(checks, Spool):
@@ -161,11 +162,12 @@ def build_document(audit: Audit, macs: list[str], capture: Path, started: str, r
     groups: dict[tuple, int] = {}  # (area, verdict, signature) -> group number
     shapes: dict[tuple, dict] = {}  # what filter_values reads, once per distinct value
     briefs = []
+    pcap = shown(capture)  # (once: it resolves the path)
     with open(base / "rows.jsonl", "w") as rows:
         for mac in sorted(macs):
             cs = {}
             for j in judge_host(audit, audit.hosts[mac]):
-                d = result_for(j, mac, capture, started).as_dict()
+                d = result_for(j, mac, capture, started, pcap).as_dict()
                 d["baseline_failure"] = False  # an audit has no baseline
                 cs[d["id"]] = d
                 v = d["verdict"]

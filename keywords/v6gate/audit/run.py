@@ -84,14 +84,13 @@ ENGINES = ("fast", "tshark")
 
 def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: str | Path | None = None,
                   jobs: int | None = None, chunk_frames: int = 100_000, command: str = "",
-                  engine: str = "fast", progress: bool | None = None,
-                  chunk_bytes: int | None = None) -> tuple[dict, dict]:
-    """``engine``: "fast" (fast.py: header scan, deep dissection of the few
-    frames that matter) or "tshark" (every frame through tshark, the
-    reference the fast path is tested against).  ``jobs``: processes
-    (None: ``parallel.default_jobs``); ``chunk_bytes``: the fast engine's
-    chunks when parallel (None: ``parallel.chunk_size``).  ``progress``: a
-    progress line on stderr (None: only when stderr is a terminal)."""
+                  engine: str = "fast", progress: bool | None = None) -> tuple[dict, dict]:
+    """``engine``: "fast" (fast.py: every frame dissected and judged by the
+    C engine, or on the Python path without a compiler) or "tshark" (every
+    frame through tshark, the reference the fast engine is tested against).
+    ``jobs``: tshark processes (None: 2 on 2 or more cores); the fast engine
+    reads on one core.  ``progress``: a progress line on stderr (None: only
+    when stderr is a terminal)."""
     path = Path(capture)
     fmt = capture_format(path)
     if engine not in ENGINES:
@@ -101,29 +100,22 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
     started = now_iso()
     t0 = time.monotonic()
     stats = ReadStats()
-    workers_kib, parallel = 0, {}
+    core = None
     if engine == "fast":
         from .fast import Progress, read_into
-        from .parallel import default_jobs
 
         audit = Audit()
-        size = path.stat().st_size
-        counts = read_into(audit, path, progress=Progress(size, force=progress),
-                           jobs=jobs if jobs is not None else default_jobs(size, fmt), chunk_bytes=chunk_bytes)
+        counts = read_into(audit, path, progress=Progress(path.stat().st_size, force=progress))
         stats.packets, decoder = counts["packets"], _Count(counts["decoded_108"])
-        jobs, chunk_frames = counts["workers"], None  # a gzip'ed capture: 1 whatever was asked
-        workers_kib = counts.get("workers_peak_rss_kib", 0)
-        parallel = {k: counts[k] for k in ("chunk_bytes", "chunks_merged", "chunks_read_again") if k in counts}
-        dissected = counts["deep_frames"]  # the rest were counted by the kernel
+        jobs, chunk_frames, core = 1, None, counts["engine"]
     else:
         jobs = jobs or max(1, min(2, os.cpu_count() or 1))
-        dissected = None  # (tshark decodes every frame)
         decoder = Option108(path, fmt)
         audit = Audit(option_108=decoder)
         for frame, offset, fields in read_fields(path, chunk_frames=chunk_frames, jobs=jobs, stats=stats):
             audit.add(frame, offset, fields)
     elapsed = time.monotonic() - t0
-    reading_rss = _peak_rss_kib() + workers_kib  # before the results of every host are built; the workers' peaks added
+    reading_rss = _peak_rss_kib()  # before the results of every host are built
     if not stats.packets:
         raise UsageError(f"{path}: the capture holds no packets")
     if not audit.hosts:
@@ -137,11 +129,9 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
         "packets_per_s": round(stats.packets / elapsed) if elapsed > 0 else None,
         "capture_span_s": round(audit.t_last - audit.t0, 3) if audit.t0 is not None else 0,
         "engine": engine, "jobs": jobs, "chunk_frames": chunk_frames, "chunks": stats.chunks,
-        "peak_rss_mib": {"v6gate": round(py_rss / 1024, 1), "tshark": round(stats.tshark_max_rss_kib / 1024, 1),
-                         "workers": round(workers_kib / 1024, 1)},
+        "peak_rss_mib": {"v6gate": round(py_rss / 1024, 1), "tshark": round(stats.tshark_max_rss_kib / 1024, 1)},
         "peak_rss_reading_mib": round(reading_rss / 1024, 1),
-        "scapy_decoded_frames": decoder.decoded, **({"parallel": parallel} if parallel else {}),
-        **({"dissected_frames": dissected} if dissected is not None else {}),
+        "scapy_decoded_frames": decoder.decoded, **({"judged_by": core} if core else {}),
         "rdnss_seen": sorted(audit.rdnss_seen), "pref64_seen": sorted(audit.pref64_seen),
     }
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")

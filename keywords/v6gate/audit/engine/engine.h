@@ -1,0 +1,218 @@
+/* The audit engine in C: every frame of a capture dissected and judged
+ * without per-frame Python (core.py loads it).
+ *
+ * It is the Python path held in C: the dissector (dissect.py: tshark's
+ * fields as ``tshark -T fields -E occurrence=a`` shows them) and the
+ * per-host rules (hosts.py: Audit.add).  Both stay the reference: the
+ * unit tests compare this engine's host state with the Python path's,
+ * field by field, on every fixture, on synthetic captures, on generated
+ * rule-edge captures and on tens of thousands of mutated captures.
+ *
+ * How it mirrors them:
+ * - A field is kept as the rules read it: its first occurrence and how
+ *   many there are (the fields of the packet inside an ICMP error follow
+ *   the outer ones), all occurrences where the rules read them all (RDNSS,
+ *   PREF64, DNS answers, the Parameter Request List).
+ * - Where Python raises on a malformed frame (an index or unpack past the
+ *   end) the dissection stops with what it had (NEED: a longjmp).
+ * - Times: the rules' float is Python's float(frame.time_epoch), the
+ *   correctly rounded ns / 1e9 (``t_of``: strtod of the same text; both
+ *   round correctly); the state keeps integer ns and Python makes the
+ *   floats when it builds the hosts.
+ * - Strings are formatted as dissect.py formats them: glibc's inet_ntop
+ *   (which Python's socket.inet_ntop calls), tshark's DNS name escapes.
+ *
+ * Files: util.c (growable buffers, text, time), dissect.c, rules.c (hosts
+ * and Audit.add), walk.c (the reader's buffer and the API), export.c (the
+ * result as JSON, host by host).
+ */
+#ifndef V6GATE_AUDIT_ENGINE_H
+#define V6GATE_AUDIT_ENGINE_H
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { GO = 0, UNSUPPORTED = 5, NOMEM = 6 };
+enum { MAIL_POS = 0, MAIL_FRAMES = 1, MAIL_WORDS = 2 };
+
+/* hosts.py's bounds */
+#define MAX_ADDRESSES 32
+#define MAX_RESOLVERS 16
+#define MAX_NAMES 64
+#define MAX_DAD (4 * MAX_ADDRESSES)
+#define MAX_OFFERS 8
+#define MAX_SKIPPED 8
+#define MAX_RS 4
+#define MAX_PREF64 8
+#define MAX_LIFETIMES 8
+#define MIN_V6ONLY_WAIT_S 300.0
+
+enum { K_ARP = 0, K_RFC8925 = 1, K_DHCPV4 = 2, K_IPV4 = 3, NKINDS = 4 };
+
+/* ---- growable things (util.c); an allocation failure longjmps to the current call's ``oom_jump`` ---- */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} sbuf;
+
+typedef struct {  /* a vector of fixed-size items: grows 4, 8, 16, ... */
+    uint8_t *p;
+    uint32_t n, cap;
+} vec;
+
+#define VEC_AT(v, T, i) (((T *)(v).p) + (i))
+
+extern jmp_buf *oom_jump;
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s, size_t n);
+void sb_grow(sbuf *b, size_t more);
+void sb_add(sbuf *b, const char *s, size_t n);
+void sb_str(sbuf *b, const char *s);
+void sb_clear(sbuf *b);
+void sb_fmt(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void *vec_push(vec *v, size_t item);
+int vec_has(const vec *v, const void *item, size_t size);
+void put_ntop6(sbuf *b, const uint8_t *a);
+void put_ntop4(sbuf *b, const uint8_t *a);
+void put_mac(sbuf *b, const uint8_t *m);
+double t_of(int64_t ns);
+uint64_t hash_bytes(const uint8_t *p, int n, uint64_t h);
+
+/* ---- the fields of one frame (tshark.FIELDS) as the rules read them (dissect.c) ---- */
+typedef struct {
+    const uint8_t *at;  /* in the frame */
+    unsigned plc;       /* PREF64: its Prefix Length Code */
+} ref_t;
+
+typedef struct {
+    int64_t ns;
+    uint32_t orig;
+    int eth;                        /* eth.src and eth.dst */
+    uint8_t esrc[6], edst[6];
+    int etype_n, vlan_n;
+    unsigned etype, vlan;
+    int ip_n;                       /* ip.src, ip.dst, ip.checksum.status: the first */
+    uint8_t ip_src[4], ip_dst[4];
+    int ip_ck;
+    int icmp_n;
+    int hlim_n, v6src_n, v6dst_n;
+    unsigned hlim;
+    uint8_t v6_src[16], v6_dst[16];
+    int arp_n, spa_n;
+    unsigned arp_op;
+    uint8_t spa[4], tpa[4];
+    int udp_n;                      /* the UDP ports and checksum status */
+    unsigned sport, dport;
+    int udp_ck;
+    int tdport_n, tflags_n, tck_n;
+    unsigned syn, ack;
+    int tcp_ck;
+    int yi_n, ch_n, dtype_n, opts_108;
+    uint8_t yiaddr[4], chaddr[6];
+    unsigned dtype;
+    int resp_n, qname_n, qtype_n;
+    unsigned resp, qtype;
+    size_t qname_len;               /* the first name's text, in ctx.qname */
+    int i6_n;
+    unsigned i6type;
+    int i6_ck;
+    int nst_n;
+    uint8_t nst[16];
+    int ralt_n, rao_n;
+    unsigned ralt, rao;
+} fields_t;
+
+/* ---- per-host state (hosts.Host) ---- */
+typedef struct {
+    int64_t count, first_ns, first_frame;
+    char *first;
+} seen_t;
+
+typedef struct { uint8_t a[16]; int64_t ns, frame; uint8_t probed; } v6use_t;
+typedef struct { uint8_t a[16]; int64_t ns; } dad_t;
+typedef struct { uint8_t a[16]; int64_t ns, frame; } skipped_t;
+typedef struct { unsigned msg; int w108; seen_t seen; } dhcpc_t;
+typedef struct { double t; int64_t ns, frame, value; int has_yi, has_srv; uint8_t yi[4], srv[4]; } offer_t;
+typedef struct { int family, has; uint8_t a[16]; int64_t n; } dns_t;
+typedef struct { unsigned qt; int64_t n; } qtype_t;
+typedef struct { uint8_t a[16]; unsigned plen; } pfx_t;
+typedef struct { char *name; vec a4, a6; } answer_t;                 /* A: 4 bytes, AAAA: 16 */
+typedef struct { char *name; int family, dst4; int64_t ns, frame; uint8_t dst[16]; } choice_t;
+
+/* a set of 16-byte addresses that keeps its order (Python's unbounded sets): a vector, indexed by an
+ * open-addressing table once it outgrows a linear search */
+typedef struct {
+    vec items;         /* 16 bytes each */
+    uint32_t *index;   /* item + 1, 0 empty */
+    uint32_t cap;
+} aset;
+
+typedef struct {
+    uint8_t mac[6];
+    uint8_t startup, has_episode, quiet_by_restart, other_config;
+    uint8_t nkinds, kind_order[NKINDS], have_kind[NKINDS], nrs, nlts;
+    int64_t frames, bytes, first_ns, last_ns, v6_frames, v4_frames, other_frames, v6_bytes;
+    char *first_desc;
+    seen_t kinds[NKINDS];
+    vec v4;                         /* 4 bytes each, at most MAX_ADDRESSES */
+    vec v6;                         /* v6use_t, at most MAX_ADDRESSES */
+    vec dad;                        /* dad_t, at most MAX_DAD */
+    int64_t episode_ns;
+    aset probed;                    /* episode_probed */
+    vec used;                       /* episode_used: 16 bytes each, at most MAX_ADDRESSES */
+    vec skipped;                    /* skipped_t, at most MAX_SKIPPED */
+    int64_t rs[MAX_RS];
+    vec dhcpc;                      /* dhcpc_t */
+    vec offers;                     /* offer_t, at most MAX_OFFERS */
+    double quiet_until;
+    seen_t after108, dns_v4, nd_hlim, cksum_bad, ra;
+    vec dns;                        /* dns_t, at most MAX_RESOLVERS */
+    vec qtypes;                     /* qtype_t */
+    vec rdnss;                      /* 16 bytes each, at most MAX_RESOLVERS */
+    vec pref64;                     /* pfx_t, at most MAX_PREF64 */
+    int64_t lts[MAX_LIFETIMES];
+    vec answers;                    /* answer_t, at most MAX_NAMES, in insertion order */
+    vec choices;                    /* choice_t, at most MAX_NAMES */
+} host_t;
+
+typedef struct {
+    /* the reader's buffer (v6a_setup) and where the walk is */
+    const uint8_t *buf;
+    int64_t len, nifaces, pos;
+    const int64_t *ifaces;
+    int big, nano, ng;
+    uint32_t lt;
+    int64_t *mail;
+    /* the run */
+    int64_t frames, t0_ns, t_last_ns, audit_frames, decoded;
+    int64_t stopped;                /* frames whose dissection stopped early (malformed, cut) */
+    int have_t0;
+    host_t *hosts;
+    uint32_t nhosts, caphosts, exported;
+    uint32_t *mac_tab, mac_cap;
+    aset rdnss_seen;                /* the run's RDNSS */
+    aset pref64_seen;               /* the run's PREF64: the 96-bit prefix, its length in the last byte */
+    /* the frame being judged */
+    fields_t f;
+    jmp_buf stop;
+    const uint8_t *frame;
+    int64_t flen;
+    sbuf qname, scratch, desc, out;
+    int desc_done;
+    vec rdnss, pref64, dns_a, dns_aaaa, prl;  /* ref_t, ref_t, ref_t, ref_t, uint8_t */
+} ctx_t;
+
+/* dissect.c */
+void dissect(ctx_t *c, uint32_t lt);
+int64_t option_108(const uint8_t *fr, int64_t n);
+uint64_t words(const uint8_t *p, int64_t n);
+
+/* rules.c */
+int aset_add(aset *s, const uint8_t *a);
+int aset_has(const aset *s, const uint8_t *a);
+void aset_clear(aset *s);
+void judge(ctx_t *c, const uint8_t *d, int64_t n, uint32_t lt, uint32_t orig, int64_t ns, int64_t number);
+void host_free(host_t *h);
+
+#endif
