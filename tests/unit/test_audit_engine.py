@@ -12,6 +12,7 @@ path with one line saying so; random and damaged frames never make it
 read past a frame (AddressSanitizer, UBSan)."""
 
 import dataclasses
+import gzip
 import io
 import json
 import os
@@ -200,6 +201,22 @@ def test_pcapng_sections_interfaces_vlan_and_snaplen_give_the_python_path_s_host
     cap = tmp_path / "mix.pcapng"
     write_pcapng(cap, mix_frames, endian, **variant)
     same(cap)
+
+
+def test_a_gzipped_capture_gives_the_audit_of_the_plain_one(mix_frames, tmp_path):
+    plain = tmp_path / "mix.pcapng"
+    write_pcapng(plain, mix_frames, ">", vlan_every=4)
+    packed = tmp_path / "mix.pcapng.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    ref, _ = audited(plain)
+    got, counts = audited(packed)
+    assert got == ref and counts["engine"] == "c"
+    same(packed)
+    cut = tmp_path / "cut.pcapng.gz"  # the compressed stream ends early: one line, as for a plain cut file
+    cut.write_bytes(packed.read_bytes()[:len(packed.read_bytes()) // 2])
+    line, _ = audited(cut)
+    assert line.startswith("usage: ") and "\n" not in line and str(cut) in line, line
+    assert audited(cut, deep_only=True)[0] == line
 
 
 def test_mutated_captures_give_the_python_path_s_audit_or_its_line(tmp_path):
