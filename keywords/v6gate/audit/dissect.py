@@ -1,17 +1,22 @@
-"""The audit's deep dissector: the tshark fields of ``tshark.FIELDS`` for
-one frame, computed in Python, formatted as ``tshark -T fields -E
-occurrence=a -E aggregator=,`` prints them (tshark 4.0), so that
-``hosts.Audit.add`` gives the same findings whichever produced them.
+"""The audit's dissector in Python: the tshark fields of ``tshark.FIELDS``
+for one frame, formatted as ``tshark -T fields -E occurrence=a -E
+aggregator=,`` prints them (tshark 4.0), so that ``hosts.Audit.add`` gives
+the same findings whichever produced them.  Like tshark with the audit's
+preferences: checksums verified (status "1" good, "0" bad, "2" not
+verified: truncated, UDP/IPv4 without one, or inside an ICMP error), no
+reassembly (a fragment's payload is not dissected), the packet inside an
+ICMP error dissected too (its fields follow the outer ones, as tshark
+aggregates them).  Anything malformed ends the dissection at that layer:
+what was decoded so far is kept, as tshark does.
 
-Only the rare frames whose payload matters come here (DHCPv4, DHCPv6, DNS,
-ND and RAs, ARP, ICMP, the first frame of a host or of an address); the
-fast path (``fast.py``) handles the rest from a few header fields.  Like
-tshark with the audit's preferences: checksums verified (status "1" good,
-"0" bad, "2" not verified: truncated, UDP/IPv4 without one, or inside an
-ICMP error), no reassembly (a fragment's payload is not dissected), the
-packet inside an ICMP error dissected too (its fields follow the outer
-ones, as tshark aggregates them).  Anything malformed ends the dissection
-at that layer: what was decoded so far is kept, as tshark does.
+It is the Python path of the fast engine (``fast.scan``: without a C
+compiler, or for a capture the C engine cannot judge exactly) and the C
+engine's reference: ``engine/dissect.c`` holds the same dissector, a
+function per function here (where Python would raise, it stops the same
+way), and runs by default.  A change here must be made there too;
+``tests/unit/test_audit_engine.py`` compares the two host by host (and
+``test_audit_fast.py`` this one with tshark, field by field) and fails
+until they agree.
 """
 
 from __future__ import annotations

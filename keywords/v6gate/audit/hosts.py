@@ -6,6 +6,11 @@ number of packets.
 
 The rules are the active checks' (``v6gate.net.v6only``): what counts as
 IPv4 a host depends on, what RFC 8925 still allows.
+
+The C engine holds the same rules (``engine/rules.c``, a function per
+method here, same bounds, same order) and is the one that runs by default:
+a change here must be made there too.  ``tests/unit/test_audit_engine.py``
+compares the two host by host and fails until they agree.
 """
 
 from __future__ import annotations
