@@ -195,12 +195,27 @@ def mix_frames(tmp_path_factory, seeds):
 
 
 @pytest.mark.parametrize("endian", ["<", ">"])
-@pytest.mark.parametrize("variant", [{}, {"vlan_every": 3}, {"snap": 80}])
+@pytest.mark.parametrize("variant", [{}, {"vlan_every": 3}, {"snap": 80}], ids=["plain", "vlan", "snaplen"])
 def test_pcapng_sections_interfaces_vlan_and_snaplen_give_the_python_path_s_hosts(mix_frames, endian, variant,
                                                                                   tmp_path):
     cap = tmp_path / "mix.pcapng"
     write_pcapng(cap, mix_frames, endian, **variant)
     same(cap)
+
+
+def test_times_before_1970_give_the_python_path_s_hosts(tmp_path):
+    """Negative times (an interface's if_tsoffset of -2e9 s): Python's floor division in the time's text,
+    and so in the float the rules compare, is the engine's too."""
+    fr = rule_frames(7, 2000)
+    with open(tmp_path / "old.pcapng", "wb") as f:
+        f.write(_block("<", 0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+        f.write(_idb("<", 9, tsoffset=-2_000_000_000))
+        for ns, orig, data in fr:
+            f.write(_block("<", 6, struct.pack("<IIIII", 0, ns >> 32, ns & 0xFFFFFFFF, len(data), orig) + data))
+    audit = Audit()
+    read_into(audit, tmp_path / "old.pcapng")
+    assert audit.t0 < 0
+    same(tmp_path / "old.pcapng")
 
 
 def test_a_gzipped_capture_gives_the_audit_of_the_plain_one(mix_frames, tmp_path):

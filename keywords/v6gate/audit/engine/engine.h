@@ -137,9 +137,6 @@ typedef struct { double t; int64_t ns, frame, value; int has_yi, has_srv; uint8_
 typedef struct { int family, has; uint8_t a[16]; int64_t n; } dns_t;
 typedef struct { unsigned qt; int64_t n; } qtype_t;
 typedef struct { uint8_t a[16]; unsigned plen; } pfx_t;
-typedef struct { char *name; vec a4, a6; } answer_t;                 /* A: 4 bytes, AAAA: 16 */
-typedef struct { char *name; int family, dst4; int64_t ns, frame; uint8_t dst[16]; } choice_t;
-
 /* a set of 16-byte addresses that keeps its order (Python's unbounded sets): a vector, indexed by an
  * open-addressing table once it outgrows a linear search */
 typedef struct {
@@ -147,6 +144,10 @@ typedef struct {
     uint32_t *index;   /* item + 1, 0 empty */
     uint32_t cap;
 } aset;
+
+typedef struct { char *name; aset a4, a6; } answer_t;  /* A (its 4 bytes, zeros after), AAAA */
+typedef struct { char *name; int family, dst4; int64_t ns, frame; uint8_t dst[16]; } choice_t;
+
 
 typedef struct {
     uint8_t mac[6];
@@ -212,6 +213,7 @@ uint64_t words(const uint8_t *p, int64_t n);
 int aset_add(aset *s, const uint8_t *a);
 int aset_has(const aset *s, const uint8_t *a);
 void aset_clear(aset *s);
+void aset_free(aset *s);  /* what it holds */
 void judge(ctx_t *c, const uint8_t *d, int64_t n, uint32_t lt, uint32_t orig, int64_t ns, int64_t number);
 void host_free(host_t *h);
 

@@ -49,15 +49,15 @@ static void j_seen(sbuf *b, const seen_t *s) {
     sb_str(b, "]");
 }
 
-/* a JSON list of ``n`` addresses of ``size`` bytes (4: IPv4) stored one after another */
-static void j_addrs(sbuf *b, const uint8_t *p, uint32_t n, int size) {
+/* a JSON list of ``n`` addresses stored ``stride`` bytes apart: IPv4 (its first 4 bytes) when ``v4`` */
+static void j_addrs(sbuf *b, const uint8_t *p, uint32_t n, int stride, int v4) {
     sb_str(b, "[");
     for (uint32_t i = 0; i < n; i++) {
         if (i) sb_str(b, ",");
-        if (size == 4)
-            j_a4(b, p + 4 * i);
+        if (v4)
+            j_a4(b, p + (size_t)stride * i);
         else
-            j_a6(b, p + (size_t)size * i);
+            j_a6(b, p + (size_t)stride * i);
     }
     sb_str(b, "]");
 }
@@ -89,7 +89,7 @@ static void j_host(sbuf *b, host_t *h) {
         sb_str(b, "]");
     }
     sb_str(b, "],");
-    j_addrs(b, h->v4.p, h->v4.n, 4);
+    j_addrs(b, h->v4.p, h->v4.n, 4, 1);
     sb_str(b, ",[");
     for (uint32_t i = 0; i < h->v6.n; i++) {
         v6use_t *u = VEC_AT(h->v6, v6use_t, i);
@@ -106,9 +106,9 @@ static void j_host(sbuf *b, host_t *h) {
         sb_fmt(b, "],%lld,", (long long)h->episode_ns);
     else
         sb_str(b, "],null,");
-    j_addrs(b, h->probed.items.p, h->probed.items.n, 16);
+    j_addrs(b, h->probed.items.p, h->probed.items.n, 16, 0);
     sb_str(b, ",");
-    j_addrs(b, h->used.p, h->used.n, 16);
+    j_addrs(b, h->used.p, h->used.n, 16, 0);
     sb_str(b, ",[");
     for (uint32_t i = 0; i < h->skipped.n; i++) {
         skipped_t *s = VEC_AT(h->skipped, skipped_t, i);
@@ -155,7 +155,7 @@ static void j_host(sbuf *b, host_t *h) {
         j_seen(b, seen[i]);
         sb_str(b, ",");
     }
-    j_addrs(b, h->rdnss.p, h->rdnss.n, 16);
+    j_addrs(b, h->rdnss.p, h->rdnss.n, 16, 0);
     sb_str(b, ",[");
     for (uint32_t i = 0; i < h->pref64.n; i++) {
         pfx_t *x = VEC_AT(h->pref64, pfx_t, i);
@@ -171,9 +171,9 @@ static void j_host(sbuf *b, host_t *h) {
         sb_str(b, i ? ",[" : "[");
         j_cstr(b, a->name);
         sb_str(b, ",");
-        j_addrs(b, a->a4.p, a->a4.n, 4);
+        j_addrs(b, a->a4.items.p, a->a4.items.n, 16, 1);
         sb_str(b, ",");
-        j_addrs(b, a->a6.p, a->a6.n, 16);
+        j_addrs(b, a->a6.items.p, a->a6.items.n, 16, 0);
         sb_str(b, "]");
     }
     sb_str(b, "],[");
@@ -203,7 +203,7 @@ int64_t v6a_export_run(void *p) {
     else
         sb_str(b, "\"t0\":null,\"t_last\":null,");
     sb_str(b, "\"rdnss_seen\":");
-    j_addrs(b, c->rdnss_seen.items.p, c->rdnss_seen.items.n, 16);
+    j_addrs(b, c->rdnss_seen.items.p, c->rdnss_seen.items.n, 16, 0);
     sb_str(b, ",\"pref64_seen\":[");
     for (uint32_t i = 0; i < c->pref64_seen.items.n; i++) {
         uint8_t a[16];

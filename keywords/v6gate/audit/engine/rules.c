@@ -57,6 +57,11 @@ int aset_add(aset *s, const uint8_t *a) {
     return 1;
 }
 
+void aset_free(aset *s) {
+    free(s->items.p);
+    free(s->index);
+}
+
 void aset_clear(aset *s) {
     free(s->index);
     s->index = NULL;
@@ -125,8 +130,7 @@ void host_free(host_t *h) {
     free(h->v4.p);
     free(h->v6.p);
     free(h->dad.p);
-    free(h->probed.items.p);
-    free(h->probed.index);
+    aset_free(&h->probed);
     free(h->used.p);
     free(h->skipped.p);
     for (uint32_t k = 0; k < h->dhcpc.n; k++) seen_free(&VEC_AT(h->dhcpc, dhcpc_t, k)->seen);
@@ -144,8 +148,8 @@ void host_free(host_t *h) {
     for (uint32_t k = 0; k < h->answers.n; k++) {
         answer_t *a = VEC_AT(h->answers, answer_t, k);
         free(a->name);
-        free(a->a4.p);
-        free(a->a6.p);
+        aset_free(&a->a4);
+        aset_free(&a->a6);
     }
     free(h->answers.p);
     for (uint32_t k = 0; k < h->choices.n; k++) free(VEC_AT(h->choices, choice_t, k)->name);
@@ -311,8 +315,8 @@ static void answer(ctx_t *c) {
         if (h->answers.n >= MAX_NAMES) {
             answer_t *old = VEC_AT(h->answers, answer_t, 0);
             free(old->name);
-            free(old->a4.p);
-            free(old->a6.p);
+            aset_free(&old->a4);
+            aset_free(&old->a6);
             memmove(old, old + 1, (h->answers.n - 1) * sizeof *old);
             h->answers.n--;
         }
@@ -321,13 +325,11 @@ static void answer(ctx_t *c) {
         a->name = xstrdup(name->p, name->n);
     }
     for (uint32_t i = 0; i < c->dns_a.n; i++) {
-        const uint8_t *v = VEC_AT(c->dns_a, ref_t, i)->at;
-        if (!vec_has(&a->a4, v, 4)) memcpy(vec_push(&a->a4, 4), v, 4);
+        uint8_t key[16] = {0};
+        memcpy(key, VEC_AT(c->dns_a, ref_t, i)->at, 4);
+        aset_add(&a->a4, key);
     }
-    for (uint32_t i = 0; i < c->dns_aaaa.n; i++) {
-        const uint8_t *v = VEC_AT(c->dns_aaaa, ref_t, i)->at;
-        if (!vec_has(&a->a6, v, 16)) memcpy(vec_push(&a->a6, 16), v, 16);
-    }
+    for (uint32_t i = 0; i < c->dns_aaaa.n; i++) aset_add(&a->a6, VEC_AT(c->dns_aaaa, ref_t, i)->at);
 }
 
 /* Audit._first_choice: the family of the first SYN to a name answered with both AAAA and A */
@@ -340,8 +342,10 @@ static void first_choice(host_t *h, const fields_t *f, int et, int64_t frame) {
         int chosen = 0;
         for (uint32_t k = 0; k < h->choices.n && !chosen; k++)
             chosen = !strcmp(VEC_AT(h->choices, choice_t, k)->name, a->name);
-        if (chosen || !a->a4.n || !a->a6.n) continue;
-        if (!(dst4 ? vec_has(&a->a4, dst, 4) : vec_has(&a->a6, dst, 16))) continue;
+        if (chosen || !a->a4.items.n || !a->a6.items.n) continue;
+        uint8_t key[16] = {0};
+        memcpy(key, dst, dst4 ? 4 : 16);
+        if (!aset_has(dst4 ? &a->a4 : &a->a6, key)) continue;
         if (h->choices.n < MAX_NAMES) {
             choice_t *ch = vec_push(&h->choices, sizeof *ch);
             memset(ch, 0, sizeof *ch);

@@ -77,10 +77,8 @@ void v6a_free(void *p) {
     for (uint32_t i = 0; i < c->nhosts; i++) host_free(&c->hosts[i]);
     free(c->hosts);
     free(c->mac_tab);
-    free(c->rdnss_seen.items.p);
-    free(c->rdnss_seen.index);
-    free(c->pref64_seen.items.p);
-    free(c->pref64_seen.index);
+    aset_free(&c->rdnss_seen);
+    aset_free(&c->pref64_seen);
     free(c->qname.p);
     free(c->scratch.p);
     free(c->desc.p);
