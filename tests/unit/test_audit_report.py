@@ -18,6 +18,7 @@ from v6gate.audit.fixtures import CAPTURES
 from v6gate.audit.hosts import Audit
 from v6gate.audit.report import Spool, build_document, result_for
 from v6gate.audit.run import audit_capture
+from v6gate.paths import shown
 from v6gate.report import compliance, html, junit, results
 
 STARTED = "2026-11-24T00:00:00+00:00"
@@ -33,7 +34,8 @@ def audited(capture, tmp_path):
 
 
 def from_list(audit, macs, capture, meta):
-    res = [result_for(j, mac, capture, STARTED) for mac in macs for j in judge_host(audit, audit.hosts[mac])]
+    res = [result_for(j, mac, capture, STARTED, shown(capture)) for mac in macs
+           for j in judge_host(audit, audit.hosts[mac])]
     return results.build_document(res, run_meta=meta)
 
 

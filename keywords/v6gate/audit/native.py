@@ -31,21 +31,21 @@ class Library:
     """A shared library built from C sources next to this file.
     ``signatures(lib)`` sets the functions' ctypes types."""
 
-    def __init__(self, name: str, sources, signatures, cflags=CFLAGS, depends=()):
-        self.name, self.signatures, self.cflags = name, signatures, tuple(cflags)
-        self.sources = [HERE / s for s in ([sources] if isinstance(sources, str) else sources)]
+    def __init__(self, name: str, sources, signatures, depends=()):
+        self.name, self.signatures = name, signatures
+        self.sources = [HERE / s for s in sources]
         self.depends = [HERE / s for s in depends]  # headers: in the hash, not on the command line
         self.lib = None
         self.why: str | None = None
 
     def digest(self) -> str:
-        h = hashlib.sha256(" ".join(self.cflags).encode())
+        h = hashlib.sha256(" ".join(CFLAGS).encode())
         for s in (*self.sources, *self.depends):
             h.update(s.read_bytes())
         return h.hexdigest()[:16]
 
-    def build(self, build_dir: Path | None = None) -> Path:
-        out_dir = build_dir or BUILD
+    def build(self) -> Path:
+        out_dir = BUILD
         lib = out_dir / f"{self.name}-{self.digest()}.so"
         if lib.exists():
             return lib
@@ -56,7 +56,7 @@ class Library:
         fd, tmp = tempfile.mkstemp(prefix=lib.name + ".", dir=out_dir)
         os.close(fd)
         try:
-            done = subprocess.run([cc, *self.cflags, "-o", tmp, *map(str, self.sources)], capture_output=True,
+            done = subprocess.run([cc, *CFLAGS, "-o", tmp, *map(str, self.sources)], capture_output=True,
                                   text=True, timeout=180)
             if done.returncode:
                 raise OSError(f"{cc} failed on {self.sources[0].name}: {done.stderr.strip().splitlines()[-1:]}")

@@ -24,10 +24,9 @@ VERDICTS = results.VERDICTS
 AREA = "audit"
 
 
-def result_for(j: Judged, mac: str, capture: Path, started: str, pcap: str | None = None) -> Result:
-    """``pcap``: the capture as reports show it (``shown(capture)``, given once for a whole audit's results)."""
+def result_for(j: Judged, mac: str, capture: Path, started: str, pcap: str) -> Result:
+    """``pcap``: the capture as reports show it (``shown(capture)``, made once for a whole audit's results)."""
     f = j.finding
-    pcap = pcap or shown(capture)
     if j.verdict in ("PASS", "FAIL"):
         reason = f"expected {f.expect}; seen {j.seen} (pcap: {pcap})"
     else:

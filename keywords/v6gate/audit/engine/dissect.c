@@ -207,8 +207,7 @@ static void tcp(ctx_t *c, const uint8_t *d, int64_t dlen, int64_t o, int64_t end
                 int no_verify) {
     fields_t *f = &c->f;
     if (o + 4 > dlen) return;
-    unsigned sport = U16(d, o), dport = U16(d, o + 2);
-    f->tdport_n++;
+    unsigned sport = U16(d, o), dport = U16(d, o + 2);  /* (tcp.dstport: no rule reads it) */
     if (o + 14 > dlen) return;
     unsigned flags = d[o + 13];
     if (f->tflags_n++ == 0) {

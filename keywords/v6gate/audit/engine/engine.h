@@ -105,7 +105,7 @@ typedef struct {
     int udp_n;                      /* the UDP ports and checksum status */
     unsigned sport, dport;
     int udp_ck;
-    int tdport_n, tflags_n, tck_n;
+    int tflags_n, tck_n;
     unsigned syn, ack;
     int tcp_ck;
     int yi_n, ch_n, dtype_n, opts_108;
