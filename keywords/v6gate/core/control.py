@@ -45,7 +45,8 @@ class Control:
     def resolve(self, name: str, *, family: str = "any", timeout_s: float = 5.0) -> subprocess.Popen:
         """Make the DUT look up ``name`` with its own resolver configuration
         (family: any, inet6, inet).  Returns the running process; its stdout
-        holds the addresses found, one per line."""
+        holds the addresses found, one per line.  ``name`` may be an address:
+        then it is a reverse lookup, and stdout holds the names found."""
         raise NotSupported("the DUT cannot be told to resolve a name: set control.ssh.commands.resolve in the "
                            "target file")
 
@@ -123,6 +124,11 @@ class NetnsControl(Control):
 
     def resolve(self, name, *, family="any", timeout_s=5.0):
         db = {"any": "ahosts", "inet6": "ahostsv6", "inet": "ahostsv4"}[family]
+        try:
+            ipaddress.ip_address(name)
+            db = "hosts"  # an address: gethostbyaddr, the reverse lookup (PTR)
+        except ValueError:
+            pass
         return subprocess.Popen(["ip", "netns", "exec", self.ns, "timeout", str(timeout_s), "getent", db, name],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
