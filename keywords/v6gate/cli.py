@@ -291,7 +291,7 @@ def _write_lab_target(lab, args) -> Path:
     from .paths import FIXTURES
 
     base_path = FIXTURES / "targets" / ("example-tap.yaml" if args.tap else "lab.yaml")
-    doc = yamlfile.load(base_path.read_text())
+    doc = yamlfile.load_data_file(base_path)
     over = lab.target_overrides()
     doc.pop("lab", None)
     doc["waiver_files"] = [str((base_path.parent / w).resolve()) for w in doc.get("waiver_files", [])]

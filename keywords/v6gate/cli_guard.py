@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
@@ -105,13 +104,15 @@ def check_baseline(path: str | None) -> None:
     if not path:
         return
     fix = "pass a previous run's results.json"
+    from . import untrusted
+
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"--baseline {path}: file not found; {fix}")
     try:
-        doc = json.loads(p.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"--baseline {path}: not JSON ({exc}); {fix}") from None
+        doc = untrusted.load_json(p, untrusted.RUN_OUTPUT.but(kind="results.json"))
+    except UsageError as exc:
+        raise UsageError(f"--baseline {exc}") from None
     checks = doc.get("checks") if isinstance(doc, dict) else None
     if not isinstance(checks, list) or not all(isinstance(c, dict) and "id" in c and "verdict" in c for c in checks):
         raise UsageError(f"--baseline {path}: not a results.json (no list of checks with id and verdict); {fix}")

@@ -16,11 +16,17 @@ class UsageError(V6GateError):
     exit_code = 2
 
 
-class TargetFileError(UsageError):
+class InputFileError(UsageError):
+    """A file the user gave is unusable: one line, the file first, then where, what and the fix."""
+
     def __init__(self, path, field, problem, fix):
         self.path, self.field, self.problem, self.fix = str(path), field, problem, fix
         where = f"{self.path}: {field}" if field else self.path
         super().__init__(f"{where}: {problem}; {fix}")
+
+
+class TargetFileError(InputFileError):
+    pass
 
 
 class BenchError(V6GateError):

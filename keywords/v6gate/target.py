@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
-import yaml
 
-from . import yamlfile
-from .errors import TargetFileError
+from . import untrusted
+from .errors import InputFileError, TargetFileError
 from .paths import FIXTURES
 
 SCHEMA_PATH = FIXTURES / "targets" / "target.schema.json"
@@ -182,23 +181,12 @@ def _problem(error: jsonschema.ValidationError) -> str:
     return error.message
 
 
-def _load_yaml(path: Path) -> object:
+def _load_yaml(path: Path, kind: str = "target file") -> object:
+    """Through the one untrusted loader (size, depth, nodes with aliases expanded, duplicate keys, text)."""
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise TargetFileError(path, None, "file not found", "pass an existing target file (see fixtures/targets/)") from None
-    except (IsADirectoryError, PermissionError) as exc:
-        raise TargetFileError(path, None, f"cannot read ({exc.strerror})", "pass a readable YAML file") from None
-    except UnicodeDecodeError:
-        raise TargetFileError(path, None, "not a text file", "pass a YAML target file (see fixtures/targets/)") from None
-    try:
-        return yamlfile.load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "somewhere"
-        problem = getattr(exc, "problem", None) or "syntax error"
-        raise TargetFileError(path, None, f"YAML syntax error at {where}: {problem}",
-                              "fix the YAML syntax (indentation, colons, quotes)") from None
+        return untrusted.load_yaml(path, untrusted.CONFIG.but(kind=kind))
+    except InputFileError as exc:
+        raise TargetFileError(exc.path, exc.field, exc.problem, exc.fix) from None
 
 
 def _plain(value):
@@ -237,7 +225,7 @@ def _load_waivers(doc: dict, path: Path) -> list[Waiver]:
         if not matches and not any(ch in pattern for ch in "*?["):
             raise TargetFileError(path, "waiver_files", f"{pattern!r} not found", "point at an existing YAML file")
         for m in matches:
-            sub = _load_yaml(Path(m)) or {}
+            sub = _load_yaml(Path(m), "waiver file") or {}
             if not isinstance(sub, dict) or not isinstance(sub.get("waivers", []), list):
                 raise TargetFileError(m, "waivers", "is not a list", "write 'waivers:' followed by a list")
             schema = _schema()

@@ -20,6 +20,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,77 @@ def capture(tmp: Path, kind: str) -> str:
     return str(p)
 
 
+EXAMPLE = "".join(line for line in (FIXTURES / "targets" / "example-host.yaml").read_text().splitlines(True)
+                  if not line.startswith("waiver_files:"))
+
+
+def hostile(tmp: Path, kind: str, name: str = "target.yaml") -> str:
+    """A target file (the example host's, verbatim) with something hostile appended, or a hostile file."""
+    laughs = 'lol0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+        f"lol{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 9))
+    p = tmp / name
+    extra = {
+        "alias_bomb": laughs,  # 9**9 = 387 M strings once expanded, in 500 bytes
+        "alias_cycle": "description: &d [*d]\n",
+        "too_deep": "x_deep: " + "[" * 40 + "]" * 40 + "\n",
+        "too_deep_by_alias": "x_a: &a " + "[" * 20 + "]" * 20 + "\nx_b: " + "[" * 15 + "*a" + "]" * 15 + "\n",
+        "too_many_values": "x_many: [" + "1, " * 50_001 + "1]\n",
+        "oversize": "# a comment line, repeated past the size limit\n" * 30_000,
+        "nul_in_string": 'name: "acme\\0ctl"\n',
+        "escape_in_string": 'name: "acme\\e[2J\\e[31mPASS"\n',
+        "impossible_date": "x_when: 2024-02-30\n",
+        "huge_integer": "x_n: " + "9" * 5000 + "\n",
+        "second_document": "---\nname: other\n",
+        "undefined_alias": "x_a: *nowhere\n",
+        "python_tag": 'x_t: !!python/object/apply:os.system ["touch /tmp/v6gate-pwned"]\n',
+    }.get(kind)
+    if extra is not None:
+        p.write_text(EXAMPLE.replace("\nname:", "\nx_name:", 1) + extra if kind in ("nul_in_string", "escape_in_string")
+                     else EXAMPLE + extra)
+    elif kind == "utf16":
+        p.write_bytes(EXAMPLE.encode("utf-16"))
+    elif kind == "fifo":
+        os.mkfifo(p)
+    return str(p)
+
+
+def with_waiver_file(tmp: Path, kind: str) -> str:
+    """A target whose waiver_files names a hostile waiver file."""
+    hostile(tmp, kind, "waivers.yaml")
+    p = tmp / "target.yaml"
+    p.write_text(EXAMPLE + "waiver_files: [waivers.yaml]\n")
+    return str(p)
+
+
+def hostile_json(tmp: Path, kind: str, name: str = "baseline.json") -> str:
+    p = tmp / name
+    if kind == "oversize":  # sparse: 65 MiB that take no disk
+        with open(p, "wb") as f:
+            f.truncate(65 << 20)
+        return str(p)
+    p.write_text({
+        "too_deep": "[" * 100_000 + "]" * 100_000,
+        "duplicate_key": '{"schema": "v6gate/results/1", "checks": [], "checks": [{"id": "x", "verdict": "FAIL"}]}',
+        "too_many_values": "[" + "0," * 2_000_001 + "0]",
+        "huge_integer": '{"checks": [' + "9" * 5000 + "]}",
+        "lone_surrogate": '{"checks": [{"id": "\\ud800", "verdict": "FAIL"}]}',
+    }[kind])
+    return str(p)
+
+
+def bad_bundle(tmp: Path, manifest: bytes) -> str:
+    """A .tar.gz shaped like a bundle whose MANIFEST.sha256 is ``manifest``."""
+    import io
+    import tarfile
+
+    p = tmp / "run.tar.gz"
+    with tarfile.open(p, "w:gz") as tar:
+        info = tarfile.TarInfo("run/MANIFEST.sha256")
+        info.size = len(manifest)
+        tar.addfile(info, io.BytesIO(manifest))
+    return str(p)
+
+
 def baseline(tmp: Path, kind: str) -> str:
     p = tmp / "baseline.json"
     p.write_text({"not_json": "{results: ", "list": "[1, 2, 3]", "other_schema": json.dumps({"checks": "all"}),
@@ -139,6 +211,47 @@ CASES = [
     ("target-missing", lambda t: ["run", "--target", str(t / "nope.yaml")], 2, ["file not found"]),
     ("tester-interface-does-not-exist", lambda t: ["run", "--target", target(t, setf("tester.interface", "v6gnosuch0"))],
      2, ["v6gnosuch0", "tester.interface"]),
+    # -- hostile files (the one untrusted loader: untrusted.py) -----------------------------------------
+    ("alias-bomb", lambda t: ["validate", hostile(t, "alias_bomb")], 2, ["target.yaml", "more than 50,000 values"]),
+    ("alias-bomb-run", lambda t: ["run", "--target", hostile(t, "alias_bomb")], 2, ["target.yaml", "aliases expanded"]),
+    ("alias-cycle", lambda t: ["validate", hostile(t, "alias_cycle")], 2, ["target.yaml", "*d", "cycle"]),
+    ("nested-too-deep", lambda t: ["validate", hostile(t, "too_deep")], 2, ["target.yaml", "32 levels"]),
+    ("nested-too-deep-by-alias", lambda t: ["validate", hostile(t, "too_deep_by_alias")], 2, ["32 levels"]),
+    ("too-many-values", lambda t: ["validate", hostile(t, "too_many_values")], 2, ["target.yaml", "50,000 values"]),
+    ("target-over-1MiB", lambda t: ["validate", hostile(t, "oversize")], 2, ["target.yaml", "1 MiB limit"]),
+    ("nul-in-a-string", lambda t: ["validate", hostile(t, "nul_in_string")], 2, ["name", "NUL"]),
+    ("terminal-escape-in-a-string", lambda t: ["validate", hostile(t, "escape_in_string")], 2,
+     ["name", "control character"]),
+    ("impossible-date", lambda t: ["validate", hostile(t, "impossible_date")], 2, ["line", "2024-02-30"]),
+    ("5000-digit-integer", lambda t: ["validate", hostile(t, "huge_integer")], 2, ["line", "as int"]),
+    ("second-yaml-document", lambda t: ["validate", hostile(t, "second_document")], 2, ["one document"]),
+    ("undefined-alias", lambda t: ["validate", hostile(t, "undefined_alias")], 2, ["nowhere"]),
+    ("python-object-tag", lambda t: ["validate", hostile(t, "python_tag")], 2, ["python/object"]),
+    ("target-in-utf16", lambda t: ["validate", hostile(t, "utf16")], 2, ["not a text file"]),
+    ("target-is-a-fifo", lambda t: ["validate", hostile(t, "fifo")], 2, ["target.yaml", "not a regular file"]),
+    ("target-is-dev-zero", lambda t: ["validate", "/dev/zero"], 2, ["/dev/zero", "not a regular file"]),
+    ("waiver-file-alias-bomb", lambda t: ["validate", with_waiver_file(t, "alias_bomb")], 2,
+     ["waivers.yaml", "aliases expanded"]),
+    ("waiver-file-over-1MiB", lambda t: ["run", "--target", with_waiver_file(t, "oversize")], 2,
+     ["waivers.yaml", "1 MiB limit"]),
+    ("baseline-nested-100000-deep", lambda t: ["run", "--baseline", hostile_json(t, "too_deep")], 2,
+     ["--baseline", "64 levels"]),
+    ("baseline-duplicate-key", lambda t: ["run", "--baseline", hostile_json(t, "duplicate_key")], 2,
+     ["baseline.json", "duplicate key 'checks'"]),
+    ("baseline-2M-values", lambda t: ["run", "--baseline", hostile_json(t, "too_many_values")], 2,
+     ["baseline.json", "2,000,000 values"]),
+    ("baseline-over-64MiB", lambda t: ["run", "--baseline", hostile_json(t, "oversize")], 2,
+     ["baseline.json", "64 MiB limit"]),
+    ("baseline-5000-digit-integer", lambda t: ["run", "--baseline", hostile_json(t, "huge_integer")], 2,
+     ["baseline.json", "4300 digits"]),
+    ("baseline-lone-surrogate", lambda t: ["run", "--baseline", hostile_json(t, "lone_surrogate")], 2,
+     ["baseline.json", "surrogate"]),
+    ("diff-of-a-deep-json", lambda t: ["diff", hostile_json(t, "too_deep", "old.json"),
+                                       hostile_json(t, "too_deep", "new.json")], 2, ["old.json", "64 levels"]),
+    ("verify-bundle-binary-manifest", lambda t: ["verify", bad_bundle(t, b"\xff\xfe\x00garbage")], 2,
+     ["run.tar.gz", "not a text file"]),
+    ("verify-bundle-manifest-escapes", lambda t: ["verify", bad_bundle(t, b"0" * 64 + b"  ../../etc/passwd\n")], 2,
+     ["run.tar.gz", "leaves the run directory"]),
     # -- options -------------------------------------------------------------------------------------
     ("unknown-area", lambda t: ["run", "--area", "nosucharea"], 2, ["nosucharea"]),
     ("unknown-check", lambda t: ["run", "--check", "nd.no_such_check"], 2, ["nd.no_such_check"]),
@@ -195,6 +308,16 @@ def _binary(tmp: Path) -> str:
     return str(p)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _warm():
+    """The check registry and the target schema, loaded once, so a case's time is its input's."""
+    from v6gate.core.check import load_all
+    from v6gate.target import _schema
+
+    load_all()
+    _schema()
+
+
 @pytest.fixture
 def tripwires(monkeypatch):
     """Fail the case (instead of starting work) if the CLI gets past its input checks."""
@@ -218,7 +341,9 @@ def test_bad_input_gets_one_line_and_its_exit_code(case, tmp_path, capsys, monke
         setup[0](monkeypatch)
     monkeypatch.chdir(tmp_path)
     before = _runs()
+    wall, cpu = time.monotonic(), time.process_time()
     rc = main(argv)
+    wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert len(lines) == 1, f"{name}: want one line on stderr, got {len(lines)}:\n{err}"
@@ -226,6 +351,8 @@ def test_bad_input_gets_one_line_and_its_exit_code(case, tmp_path, capsys, monke
         assert w in lines[0], f"{name}: {w!r} not in {lines[0]!r}"
     assert rc == code, f"{name}: exit {rc}, want {code}: {lines[0]}"
     assert _runs() == before, f"{name}: a run directory was created"
+    # within a second of CPU (the machine is shared: wall time also counts others' work), and no hang
+    assert cpu < 1.0 and wall < 10, f"{name}: {cpu:.2f} s of CPU, {wall:.2f} s wall: want under 1 s"
     for verdict in ("PASS", "FAIL"):
         assert f" {verdict} " not in out, f"{name}: a verdict was printed: {out}"
 

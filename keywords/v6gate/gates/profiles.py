@@ -16,8 +16,6 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import yaml
-
 from .. import yamlfile
 from ..errors import UsageError
 from ..paths import FIXTURES
@@ -270,12 +268,9 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
 def load_profiles(path: Path | str = PROFILES_FILE) -> dict[str, dict[str, GateProfile]]:
     """gate name -> variant -> GateProfile (a gate without variants has one, '-')."""
     path = Path(path)
-    try:
-        doc = yamlfile.load(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{path}: gate profiles not found; restore fixtures/gates/profiles.yaml") from None
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{path}: YAML syntax error ({exc.__class__.__name__}); fix the file's syntax") from None
+    if not path.exists():
+        raise UsageError(f"{path}: gate profiles not found; restore fixtures/gates/profiles.yaml")
+    doc = yamlfile.load_data_file(path, "gate profiles file")
     if not isinstance(doc, dict) or not isinstance(doc.get("gates"), dict):
         raise _bad(path, "(top level)", "needs a 'gates' mapping", "see the header of fixtures/gates/profiles.yaml")
     defaults = doc.get("defaults") or {}
@@ -324,10 +319,9 @@ def profile_of(gate: str, variant: str | None) -> GateProfile:
 def load_pairings(path: Path | str = PAIRINGS_FILE) -> dict[str, dict]:
     """conformance area -> {"gates": [check ids], "why": text}."""
     path = Path(path)
-    try:
-        doc = yamlfile.load_data_file(path) or {}
-    except FileNotFoundError:
-        raise UsageError(f"{path}: pairings not found; restore fixtures/gates/pairings.yaml") from None
+    if not path.exists():
+        raise UsageError(f"{path}: pairings not found; restore fixtures/gates/pairings.yaml")
+    doc = yamlfile.load_data_file(path, "gate pairings file") or {}
     pairs = doc.get("pairings")
     if not isinstance(pairs, dict):
         raise _bad(path, "(top level)", "needs a 'pairings' mapping", "write pairings: {area: {gates: [...], why: ...}}")

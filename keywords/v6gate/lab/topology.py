@@ -7,8 +7,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from .. import yamlfile
 from ..errors import UsageError
 from ..paths import FIXTURES
@@ -68,12 +66,9 @@ def _bad(path, where, problem, fix):
 
 def load_topology(path: str | Path | None = None) -> Topology:
     path = Path(path or DEFAULT_TOPOLOGY)
-    try:
-        doc = yamlfile.load(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{path}: topology file not found; pass an existing file under fixtures/lab/") from None
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{path}: YAML syntax error ({exc.__class__.__name__}); fix the file's syntax") from None
+    if not path.exists():
+        raise UsageError(f"{path}: topology file not found; pass an existing file under fixtures/lab/")
+    doc = yamlfile.load_data_file(path, "topology file")
     if not isinstance(doc, dict) or "nodes" not in doc or "links" not in doc:
         raise _bad(path, "(top level)", "needs 'links' and 'nodes'", "start from fixtures/lab/topology.yaml")
     links = {}

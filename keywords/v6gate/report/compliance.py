@@ -24,7 +24,7 @@ SUPPORTED, NOT_SUPPORTED, NOT_DEMONSTRATED, NOT_CLAIMED = ("supported", "not sup
 
 @lru_cache(maxsize=1)
 def catalogue() -> dict[str, dict]:
-    return dict(yamlfile.load(DATA.read_text())["capabilities"])
+    return dict(yamlfile.load_data_file(DATA)["capabilities"])
 
 
 def supports(check: dict, capability: str, spec: dict) -> bool:

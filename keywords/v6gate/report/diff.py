@@ -11,9 +11,9 @@ Exit codes of ``v6gate diff``:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from .. import untrusted
 from ..errors import UsageError
 from .triage import key, signature
 
@@ -27,10 +27,7 @@ def load(path: str | Path) -> tuple[dict, Path]:
     f = p / "results.json" if p.is_dir() else p
     if not f.is_file():
         raise UsageError(f"{path}: not a run directory with a results.json, nor a results.json file")
-    try:
-        doc = json.loads(f.read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{f}: not readable JSON ({exc}); pass a run's results.json") from None
+    doc = untrusted.load_json(f, untrusted.RUN_OUTPUT.but(kind="results.json"))
     if not isinstance(doc, dict) or doc.get("schema") != "v6gate/results/1" or not isinstance(doc.get("checks"), list):
         raise UsageError(f"{f}: not a v6gate results.json (schema v6gate/results/1); pass a run's results.json")
     return doc, f

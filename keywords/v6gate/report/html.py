@@ -12,7 +12,6 @@ table).  Both return HTML strings that the area escaped itself."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -21,6 +20,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from .. import untrusted
+from ..errors import UsageError
 from ..paths import REPORTS, ROOT
 from . import triage
 
@@ -149,6 +150,6 @@ def load_baseline(doc: dict) -> dict | None:
     if not path:
         return None
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        return untrusted.load_json(path, untrusted.RUN_OUTPUT.but(kind="results.json"))
+    except UsageError:
         return None

@@ -17,6 +17,7 @@ import re
 import tarfile
 from pathlib import Path
 
+from .. import untrusted
 from ..errors import UsageError
 
 NAME = "MANIFEST.sha256"
@@ -25,14 +26,20 @@ TOP_FILES = ("results.json", "junit.xml", "compliance.csv", "compliance.json")
 TOP_GLOBS = ("*.html",)
 PCAP_DIRS = ("pcap",)
 PCAP_SUFFIXES = (".pcap", ".pcapng", ".pcap.gz", ".pcapng.gz")
+_MANIFEST_LIMITS = untrusted.RUN_OUTPUT.but(kind="MANIFEST.sha256")
 _LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
 
 
 def sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+        return _sha256_of(f)
+
+
+def _sha256_of(f) -> str:
+    """A stream's digest, a MiB at a time (a bundle member of any size is never held in memory)."""
+    h = hashlib.sha256()
+    for block in iter(lambda: f.read(1 << 20), b""):
+        h.update(block)
     return h.hexdigest()
 
 
@@ -82,10 +89,7 @@ def _read_manifest(run_dir: Path) -> dict[str, str]:
     path = Path(run_dir) / NAME
     if not path.is_file():
         raise UsageError(f"{run_dir}: no {NAME}; write one with 'v6gate report {run_dir}'")
-    try:
-        return parse(path.read_text(), str(path))
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a text manifest; regenerate it with 'v6gate report {run_dir}'") from None
+    return parse(untrusted.read_text(path, _MANIFEST_LIMITS), str(path))
 
 
 def verify(run_dir: Path) -> dict[str, list[str]]:
@@ -144,13 +148,17 @@ def verify_bundle(path: Path) -> dict[str, list[str]]:
             members = {m.name.split("/", 1)[1]: m for m in tar.getmembers() if m.isfile() and "/" in m.name}
             if NAME not in members:
                 raise UsageError(f"{path}: no {NAME} inside; not a v6gate bundle")
-            entries = parse(tar.extractfile(members[NAME]).read().decode(), f"{path}:{NAME}")
+            if members[NAME].size > _MANIFEST_LIMITS.max_bytes:
+                raise UsageError(f"{path}: its {NAME} is over the {_MANIFEST_LIMITS.max_bytes >> 20} MiB limit; "
+                                 "not a v6gate bundle")
+            text = untrusted.decode(tar.extractfile(members[NAME]).read(), f"{path}:{NAME}", _MANIFEST_LIMITS)
+            entries = parse(text, f"{path}:{NAME}")
             changed, missing, ok = [], [], []
             for rel, digest in sorted(entries.items()):
                 if rel not in members:
                     missing.append(rel)
                     continue
-                h = hashlib.sha256(tar.extractfile(members[rel]).read()).hexdigest()
+                h = _sha256_of(tar.extractfile(members[rel]))
                 (ok if h == digest else changed).append(rel)
             extra = sorted(set(members) - set(entries) - {NAME})
     except (tarfile.TarError, OSError, EOFError) as exc:

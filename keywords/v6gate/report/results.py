@@ -17,7 +17,7 @@ from pathlib import Path
 import fastjsonschema
 import jsonschema
 
-from .. import __version__
+from .. import __version__, untrusted
 from ..core.verdict import Result
 from ..errors import UsageError
 from ..paths import REPORTS
@@ -41,13 +41,14 @@ def load_records(run_dir: Path, phases: tuple[str, ...] | None = None) -> list[R
     for path in sorted(rec_dir.glob("*.jsonl")):
         if phases and not path.name.startswith(phases):
             continue
-        for line in path.read_text().splitlines():
+        for n, line in enumerate(untrusted.read_text(path, untrusted.RUN_OUTPUT.but(kind="records file"))
+                                 .splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                r = Result.from_dict(json.loads(line))
-            except (ValueError, TypeError):
-                continue  # a line cut by a kill; the check shows as missing
+                r = Result.from_dict(untrusted.parse_json(line, f"{path}:{n}", untrusted.RUN_OUTPUT))
+            except (UsageError, ValueError, TypeError, KeyError, AttributeError):
+                continue  # a line cut by a kill (or not a record); the check shows as missing
             out[(r.id, r.part, r.setup)] = r
     return list(out.values())
 
@@ -56,11 +57,12 @@ def _baseline_failures(path: str | None) -> set[str]:
     if not path:
         return set()
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--baseline {path}: cannot read a results.json ({exc}); pass a previous run's results.json") from None
-    return {f"{c['id']}{'#' + c['part'] if c.get('part') else ''}" for c in doc.get("checks", [])
-            if c.get("verdict") == "FAIL"}
+        doc = untrusted.load_json(path, untrusted.RUN_OUTPUT.but(kind="results.json"))
+    except UsageError as exc:
+        raise UsageError(f"--baseline {exc}") from None
+    checks = doc.get("checks") if isinstance(doc, dict) else None
+    return {f"{c['id']}{'#' + str(c['part']) if c.get('part') else ''}" for c in checks or []
+            if isinstance(c, dict) and c.get("verdict") == "FAIL" and isinstance(c.get("id"), str)}
 
 
 def summarize(results: list[Result], *, baseline: str | None = None, expected_keys: list[str] | None = None) -> dict:

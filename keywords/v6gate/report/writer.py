@@ -8,6 +8,8 @@ import os
 import time
 from pathlib import Path
 
+from .. import untrusted
+from ..errors import UsageError
 from .results import build_document, host_info, load_records, now_iso, tool_versions, write_all
 
 
@@ -36,9 +38,11 @@ def read_session_infos(run_dir: Path) -> list[dict]:
     out = []
     for p in sorted((Path(run_dir) / "records").glob("session-*.json")):
         try:
-            out.append(json.loads(p.read_text()))
-        except (OSError, ValueError):
+            info = untrusted.load_json(p, untrusted.RUN_OUTPUT.but(kind="session record"))
+        except UsageError:
             continue
+        if isinstance(info, dict):
+            out.append(info)
     return out
 
 
@@ -51,8 +55,10 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
     run_dir = Path(run_dir)
     if baseline is None or started is None:  # a rebuild ('v6gate report') keeps the run's start and --baseline
         try:
-            before = json.loads((run_dir / "results.json").read_text()).get("run") or {}
-        except (OSError, ValueError, AttributeError):
+            before = untrusted.load_json(run_dir / "results.json").get("run") or {}
+        except (UsageError, AttributeError):
+            before = {}
+        if not isinstance(before, dict):
             before = {}
         started = started or before.get("started")
         if baseline is None and before.get("baseline") and Path(before["baseline"]).is_file():
