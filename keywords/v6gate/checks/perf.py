@@ -288,3 +288,30 @@ def iscsi_offload_on_is_not_worse_than_off(t):
 def nfs_offload_on_is_not_worse_than_off(t):
     """Storage vendor's study, offload question, for file storage over IPv6."""
     return run_gate(t, "storage_nfs_offload")
+
+
+#: the lab fault under which each Happy Eyeballs part must FAIL (the same client, configured badly)
+HE_FAULTS = {"healthy": "dut_prefers_ipv4_for_connections", "ipv6_blackhole": "dut_waits_for_the_tcp_timeout",
+             "ipv6_slow": "dut_waits_for_the_tcp_timeout", "aaaa_delayed": "dut_waits_for_both_answers"}
+
+
+@check(
+    title="Happy Eyeballs: time to a connected socket when IPv6 is broken or slow, IPv6 preferred when it works",
+    rfc="RFC 8305 §3 (Resolution Delay), §4-§5 (IPv6 first, Connection Attempt Delay), §8 (recommended values)",
+    expect="median time from the DUT's first DNS query to a connected socket within CAD 250 ms + 150 ms when IPv6 "
+           "is black-holed or its SYN-ACK is 1 s late, within Resolution Delay 50 ms + 150 ms when the AAAA "
+           "answer is 1 s late; on a healthy path IPv6 wins",
+    parts=[Part(p.letter, p.title, profile=p.profile, variant=p.params["variant"], fault=HE_FAULTS[p.letter])
+           for p in _parts("happy_eyeballs")],
+    **{**GATE, "capabilities": ["Happy-Eyeballs"], "dut_config": "he-dual-stack", "liveness": "echo",
+       "scope": "host"},
+)
+def happy_eyeballs_connects_within_rfc8305_delays(t):
+    """'Implementations SHOULD ... start the next connection attempt after
+    the Connection Attempt Delay (250 ms recommended)' rather than wait for
+    the first attempt to time out (RFC 8305 §5); when the A answer comes
+    first they wait at most the Resolution Delay (50 ms) for AAAA (§3); and
+    IPv6 is tried first and preferred when it works (§4).  An application
+    that waits for TCP's connect timeout before trying IPv4 is what an
+    IPv6 rollout notices first."""
+    return run_gate(t, "happy_eyeballs")

@@ -133,6 +133,14 @@ class NetnsControl(Control):
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
     def connect(self, host, port, *, proto="tcp", timeout_s=5.0):
+        he = self._he_client_config() if proto == "tcp" else None
+        if he is not None:
+            # DUT configuration he-client: the DUT's applications connect with Happy Eyeballs (lab/he_client.py)
+            import sys
+
+            return subprocess.Popen(["ip", "netns", "exec", self.ns, sys.executable, "-m", "v6gate.lab.he_client",
+                                     host, str(port), str(timeout_s), str(he)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         code = ("import socket,sys\n"
                 "h,p,pr,t=sys.argv[1],int(sys.argv[2]),sys.argv[3],float(sys.argv[4])\n"
                 "if pr=='tcp':\n socket.create_connection((h,p),timeout=t).close()\n"
@@ -141,6 +149,15 @@ class NetnsControl(Control):
                 " s=socket.socket(ai[0],socket.SOCK_DGRAM); s.sendto(b'v6gate',ai[4])\n")
         return subprocess.Popen(["ip", "netns", "exec", self.ns, "python3", "-c", code, host, str(port), proto,
                                  str(timeout_s)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def _he_client_config(self):
+        workdir = getattr(self.lab, "workdir", None)
+        if workdir is None:
+            return None
+        from ..lab.services.he_client import CONFIG_NAME
+
+        path = workdir / CONFIG_NAME
+        return path if path.exists() else None
 
     _LISTEN = ("import socket,struct,sys,time\n"
                "s=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM)\n"

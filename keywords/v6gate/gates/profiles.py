@@ -48,6 +48,9 @@ WORKLOADS: dict[str, dict] = {
     "ra_to_slaac": {"compare": {"target"}, "metrics": {"time": ("s", False)}, "params": {"dad_transmits"}},
     "dhcpv6_lease": {"compare": {"target"}, "metrics": {"time": ("s", False)}, "params": {"pool"}},
     "ns_to_na": {"compare": {"target"}, "metrics": {"time": ("ms", False)}, "params": set()},
+    # RFC 8305: the DUT connects to a dual-stack name with one thing broken (gates/happy_eyeballs.py)
+    "happy_eyeballs": {"compare": {"target"}, "metrics": {"connect": ("ms", False), "ipv6_won": ("share", True)},
+                       "params": {"scenario", "delay_s", "give_up_s", "port"}},
     # storage: sequential iSCSI READ(10)/WRITE(10) (net/iscsi.py) and NFSv3 READ/WRITE (net/nfs.py, libnfs)
     # of bs-byte blocks
     "iscsi_seq": {

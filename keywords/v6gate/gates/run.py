@@ -20,6 +20,7 @@ from ..errors import BenchError
 from . import timing, workloads
 from .bench import Bench
 from .engine import GateDecision, Measure, PairedComparison, TargetComparison
+from .happy_eyeballs import happy_eyeballs
 from .profiles import GateProfile, profile_of
 
 FAMILY_NAME = {"v4": "IPv4", "v6": "IPv6"}
@@ -183,7 +184,7 @@ def _sweep(t, prof: GateProfile, bench: Bench) -> Outcome:
 # -- control-plane timing gates ----------------------------------------------------------------------------------
 def _target(t, prof: GateProfile) -> Outcome:
     fn = {"ra_to_slaac": timing.ra_to_usable_address, "ns_to_na": timing.ns_to_na,
-          "dhcpv6_lease": timing.link_up_to_dhcpv6_lease}[prof.workload]
+          "dhcpv6_lease": timing.link_up_to_dhcpv6_lease, "happy_eyeballs": happy_eyeballs}[prof.workload]
     state: dict = {"i": 0}
 
     def measure(_arm: str) -> Measure:
