@@ -29,7 +29,8 @@ GROUP_SOURCE = bytes.fromhex("030000000199")
 SERVER = bytes.fromhex("02000000fe01")
 ROUTER = bytes.fromhex("02000000fe02")
 BROADCAST = b"\xff" * 6
-NAMES = [f"n{i}.example" for i in range(80)] + ["Mixed.Case.EXAMPLE", "a,comma.example", "sp ace.example", ""]
+NAMES = [f"n{i}.example" for i in range(80)] + ["Mixed.Case.EXAMPLE", "a,comma.example", "sp ace.example", "",
+                                             "ipv4only.arpa", "IPv4Only.ARPA", "ipv4only.arpa.example", "pv4only.arpa"]
 V4 = [bytes((10, 1, i // 8, i % 8)) for i in range(48)]
 V6 = [bytes.fromhex("20010db80000000100000000000000") + bytes([i]) for i in range(48)]
 RESOLVERS6 = [bytes.fromhex("20010db800000053") + bytes(7) + bytes([i]) for i in range(20)]

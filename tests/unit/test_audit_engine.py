@@ -146,6 +146,8 @@ def test_the_rule_captures_reach_the_bounds_they_are_for(tmp_path):
     assert any(h.quiet_ended_by_restart for h in hosts) and sum(len(h.dad_skipped) for h in hosts) > 5
     assert sum(h.checksum_bad.count for h in hosts) > 10 and sum(h.nd_hlim.count for h in hosts) > 5
     assert pref64 > 6 and any(h.other_frames for h in hosts) and max(len(h.offers_108) for h in hosts) == 8
+    assert sum(1 for h in hosts if h.clat.count) > 3  # queries for ipv4only.arpa (in any case)
+    assert all(h.ipv6.count == h.v6_frames for h in hosts)
 
 
 def _block(endian: str, btype: int, body: bytes) -> bytes:

@@ -171,7 +171,7 @@ def _seen(row: list) -> Seen:
 def _host(row: list) -> Host:
     (mac, frames, nbytes, first_ns, last_ns, desc, startup, v6f, v4f, other, v6b, kinds, v4, v6, dad, episode,
      probed, used, skipped, rs, dhcp, offers, quiet, quiet_restart, after, dns, qtypes, dns_v4, nd_hlim, bad, ra,
-     rdnss, pref64, other_config, lifetimes, answers, choices) = row
+     rdnss, pref64, other_config, lifetimes, answers, choices, ipv6, clat) = row
     return Host(
         mac, frames=frames, bytes=nbytes, first_time=_t(first_ns), last_time=_t(last_ns), first_frame_desc=desc,
         first_frame_startup=bool(startup), v6_frames=v6f, v4_frames=v4f, other_frames=other, v6_bytes=v6b,
@@ -186,7 +186,8 @@ def _host(row: list) -> Host:
         dns_v4=_seen(dns_v4), nd_hlim=_seen(nd_hlim), checksum_bad=_seen(bad), ra=_seen(ra), ra_rdnss=rdnss,
         ra_pref64=pref64, ra_other_config=bool(other_config), ra_router_lifetimes=set(lifetimes),
         answers={name: {"A": set(a), "AAAA": set(aaaa)} for name, a, aaaa in answers},
-        first_choice={name: (fam, _t(ns), frame, dst) for name, fam, ns, frame, dst in choices})
+        first_choice={name: (fam, _t(ns), frame, dst) for name, fam, ns, frame, dst in choices},
+        ipv6=_seen(ipv6), clat=_seen(clat))
 
 
 def read(audit: Audit, path, lib, progress=None) -> dict:

@@ -32,6 +32,8 @@ STARTUP_WINDOW_S = 3.0
 #: the unspecified address as the fields show it (net.packets.UNSPECIFIED; not imported from there: that
 #: module loads Scapy's IPv6 layers, 45 MiB of the audit's memory for one string)
 UNSPECIFIED = "::"
+#: RFC 7050 §3: the name a CLAT (RFC 6877) asks AAAA records of to discover its NAT64 prefix
+CLAT_QUERY = "ipv4only.arpa"
 
 
 def _first(value: str) -> str:
@@ -119,6 +121,8 @@ class Host:
     ra_router_lifetimes: set = field(default_factory=set)
     answers: dict = field(default_factory=dict)  # name -> {"A": set, "AAAA": set} answered to the host
     first_choice: dict = field(default_factory=dict)  # dual-stack name -> (family of the first SYN, time, frame, dst)
+    ipv6: Seen = field(default_factory=Seen)  # every IPv6 frame: the asset class's evidence (assets.py)
+    clat: Seen = field(default_factory=Seen)  # DNS queries for ipv4only.arpa: a CLAT's prefix discovery (RFC 7050 §3)
 
 
 class Audit:
@@ -182,13 +186,14 @@ class Audit:
         if etype == V.ETH_P_IPV6:
             h.v6_frames += 1
             h.v6_bytes += size
+            h.ipv6.add(time, frame, desc)
         elif etype in (V.ETH_P_IPV4, V.ETH_P_ARP):
             h.v4_frames += 1
         else:
             h.other_frames += 1
         self._ipv4(h, frame, time, f, etype, desc)
         if etype == V.ETH_P_IPV6:
-            self._ipv6(h, frame, time, f, icmp6_type, v6_src)
+            self._ipv6(h, frame, time, f, icmp6_type, v6_src, desc)
         if f[F["tcp_syn"]] in ("1", "True", "true") and f[F["tcp_ack"]] in ("0", "False", "false") and h.answers:
             self._first_choice(h, time, frame, etype, _first(f[F["ip_dst"]]) if etype == V.ETH_P_IPV4
                                else _first(f[F["v6_dst"]]))
@@ -219,7 +224,7 @@ class Audit:
             h.after_offer_108.add(time, frame, desc)
         if kind != V.ARP and not icmp_error and f[F["dns_qname"]] and f[F["dns_resp"]] in ("0", "False", "false"):
             h.dns_v4.add(time, frame, desc)
-            self._dns(h, 4, _first(f[F["ip_dst"]]), f)
+            self._dns(h, 4, _first(f[F["ip_dst"]]), f, time, frame, desc)
 
     def _server_message(self, frame: int, offset: int, time: float, f: list[str]) -> None:
         msg = _ints(f[F["dhcp_type"]])
@@ -261,10 +266,10 @@ class Audit:
                 return
 
     # -- IPv6: DNS, ND, RAs -----------------------------------------------------------------------------
-    def _ipv6(self, h: Host, frame: int, time: float, f: list[str], icmp6_type, v6_src: str) -> None:
+    def _ipv6(self, h: Host, frame: int, time: float, f: list[str], icmp6_type, v6_src: str, desc: str) -> None:
         is_error = icmp6_type is not None and icmp6_type < 128
         if not is_error and f[F["dns_qname"]] and f[F["dns_resp"]] in ("0", "False", "false"):
-            self._dns(h, 6, _first(f[F["v6_dst"]]), f)
+            self._dns(h, 6, _first(f[F["v6_dst"]]), f, time, frame, desc)
         if icmp6_type in ND_TYPES:
             hlim = _first(f[F["hlim"]])
             if hlim and hlim != "255":
@@ -306,13 +311,15 @@ class Audit:
         elif h.episode is not None:
             h.episode_probed.add(target)
 
-    def _dns(self, h: Host, family: int, resolver: str, f: list[str]) -> None:
+    def _dns(self, h: Host, family: int, resolver: str, f: list[str], time: float, frame: int, desc: str) -> None:
         key = (family, resolver)
         if key in h.dns or len(h.dns) < MAX_RESOLVERS:
             h.dns[key] = h.dns.get(key, 0) + 1
         for qt in _ints(f[F["dns_qtype"]])[:1]:
             name = V.DNS_QTYPE.get(qt, str(qt))
             h.dns_qtypes[name] = h.dns_qtypes.get(name, 0) + 1
+        if _first(f[F["dns_qname"]]).lower() == CLAT_QUERY:  # RFC 7050 §3: a CLAT discovers its NAT64 prefix
+            h.clat.add(time, frame, desc)
 
     def _ra(self, h: Host, frame: int, time: float, f: list[str]) -> None:
         h.ra.add(time, frame, "Router Advertisement")

@@ -13,6 +13,7 @@ from ..errors import UsageError
 from ..paths import REPORTS, shown
 from ..report.results import host_info, now_iso, tool_versions, write_all
 from ..util.proc import need
+from . import fleet, partial
 from .capture import capture_format, read_frame_at
 from .hosts import Audit
 from .report import build_document
@@ -84,7 +85,8 @@ ENGINES = ("fast", "tshark")
 
 def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: str | Path | None = None,
                   jobs: int | None = None, chunk_frames: int = 100_000, command: str = "",
-                  engine: str = "fast", progress: bool | None = None) -> tuple[dict, dict]:
+                  engine: str = "fast", progress: bool | None = None,
+                  fleet_inputs: FleetInputs | None = None) -> tuple[dict, dict]:
     """``engine``: "fast" (fast.py: every frame dissected and judged by the
     C engine, or on the Python path without a compiler) or "tshark" (every
     frame through tshark, the reference the fast engine is tested against).
@@ -141,9 +143,67 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
             "target": {"name": path.name, "kind": "capture", "source": shown(path)},
             "tool": {**tool_versions(), "tshark": _tshark_version() if engine == "tshark" else None}, "host": host_info(), "lab": None,
             "workers": jobs, "phases": [], "duration_s": round(elapsed, 3), "audit": info}
+    fleet_paths = {}
+    if fleet_inputs is not None:
+        part = partial.from_audit(audit, path, stats.packets)
+        fleet_paths = write_fleet(part, fleet_inputs, out_dir)
     doc = build_document(audit, macs, path, started, meta)  # its checks on disk, in a Spool
     paths = write_all(out_dir, doc)
-    return {k: str(v) for k, v in paths.items()}, doc
+    return {**{k: str(v) for k, v in paths.items()}, **fleet_paths}, doc
+
+
+class FleetInputs:
+    """The user's fleet files, read and checked before any capture is (bad input fails at once)."""
+
+    def __init__(self, *, inventory=None, exceptions=None, plan=None, as_of: str | None = None):
+        self.as_of = fleet.parse_as_of(as_of)
+        self.plan = fleet.load_plan(plan)
+        self.inventory = fleet.Inventory.load(inventory) if inventory else None
+        self.exceptions = fleet.load_exceptions(exceptions, self.as_of) if exceptions else []
+
+
+def write_fleet(part: dict, inputs: FleetInputs, out_dir: Path) -> dict:
+    """partial.json and the fleet report (fleet.json, fleet-assets.csv, fleet-summary.csv, fleet.html) of
+    ``part`` in ``out_dir``; the paths as text, and the fleet document under "fleet_doc"."""
+    doc = fleet.build(part, inputs.plan, inventory=inputs.inventory, exceptions=inputs.exceptions,
+                      as_of=inputs.as_of)
+    paths = {"partial": partial.dump(part, Path(out_dir) / "partial.json"), **fleet.write_all(doc, out_dir)}
+    return {**{k: str(v) for k, v in paths.items()}, "fleet_doc": doc}
+
+
+def audit_many(inputs: list, *, out: str | Path | None = None, fleet_inputs: FleetInputs,
+               dask: str | None = None) -> dict:
+    """Captures and earlier partial results, one audit: each capture audited into its partial (here, or as
+    shards on the Dask scheduler at ``dask``), merged with the given partials; the fleet report and the merged
+    partial written.  Returns the paths (and the fleet document under "fleet_doc")."""
+    from . import shards
+
+    names: dict[str, str] = {}
+    captures, partials = [], []
+    for x in inputs:
+        if partial.is_partial(x):
+            partials.append(partial.load(x))
+            continue
+        capture_format(Path(x))
+        name = partial.capture_name(x)
+        if name in names:
+            raise UsageError(f"{x}: another capture given is also named {name} ({names[name]}); captures are "
+                             "named by their file names in an audit: rename one")
+        names[name] = str(x)
+        captures.append(Path(x))
+    if dask and captures:
+        client = shards.dask_client(dask)
+        try:
+            partials.append(shards.on_dask(client, captures))
+        finally:
+            client.close()
+    else:
+        partials += [shards.partial_of(c) for c in captures]
+    merged = partial.merge_all(partials)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out_dir = Path(out) if out else REPORTS / "audit" / f"{stamp}-fleet-{len(merged['captures'])}-captures"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return write_fleet(merged, fleet_inputs, out_dir)
 
 
 def _tshark_version() -> str | None:

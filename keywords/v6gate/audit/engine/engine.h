@@ -175,6 +175,8 @@ typedef struct {
     int64_t lts[MAX_LIFETIMES];
     vec answers;                    /* answer_t, at most MAX_NAMES, in insertion order */
     vec choices;                    /* choice_t, at most MAX_NAMES */
+    seen_t ipv6;                    /* every IPv6 frame (the asset class's evidence) */
+    seen_t clat;                    /* DNS queries for ipv4only.arpa (RFC 7050: a CLAT's prefix discovery) */
 } host_t;
 
 typedef struct {

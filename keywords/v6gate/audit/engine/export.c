@@ -185,7 +185,11 @@ static void j_host(sbuf *b, host_t *h) {
         if (ch->dst4) j_a4(b, ch->dst); else j_a6(b, ch->dst);
         sb_str(b, "]");
     }
-    sb_str(b, "]]");
+    sb_str(b, "],");
+    j_seen(b, &h->ipv6);
+    sb_str(b, ",");
+    j_seen(b, &h->clat);
+    sb_str(b, "]");
 }
 
 /* The run's totals and sets into the output buffer; its length (v6a_output: where), -1: out of memory. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "engine.h"
 
@@ -141,6 +142,8 @@ void host_free(host_t *h) {
     seen_free(&h->nd_hlim);
     seen_free(&h->cksum_bad);
     seen_free(&h->ra);
+    seen_free(&h->ipv6);
+    seen_free(&h->clat);
     free(h->dns.p);
     free(h->qtypes.p);
     free(h->rdnss.p);
@@ -273,6 +276,12 @@ static void count_dns(host_t *h, int family, int has, const uint8_t *resolver, c
     q->n = 1;
 }
 
+/* Audit._dns's CLAT evidence: the query names ipv4only.arpa (RFC 7050 §3, the CLAT's NAT64 prefix discovery) */
+static void clat_query(ctx_t *c, host_t *h, int64_t frame) {
+    if (c->f.qname_n && qname_first_len(c) == 13 && !strncasecmp(c->qname.p, "ipv4only.arpa", 13))
+        seen_add(c, &h->clat, frame, NULL);
+}
+
 /* Audit._server_message: an OFFER with option 108 to its client starts (or extends) V6ONLY_WAIT */
 static void server_message(ctx_t *c, int64_t frame) {
     const fields_t *f = &c->f;
@@ -403,6 +412,7 @@ static void rules_ipv4(ctx_t *c, host_t *h, int et, int64_t frame) {
     if (kind != K_ARP && !icmp_error && f->qname_n && f->resp_n == 1 && f->resp == 0) {
         seen_add(c, &h->dns_v4, frame, NULL);
         count_dns(h, 4, f->ip_n > 0, f->ip_dst, f);
+        clat_query(c, h, frame);
     }
 }
 
@@ -477,8 +487,10 @@ static void router_advertisement(ctx_t *c, host_t *h, int64_t frame) {
 static void rules_ipv6(ctx_t *c, host_t *h, int64_t frame) {
     const fields_t *f = &c->f;
     int t = f->i6_n ? (int)f->i6type : -1;
-    if (!(t >= 0 && t < 128) && f->qname_n && f->resp_n == 1 && f->resp == 0)
+    if (!(t >= 0 && t < 128) && f->qname_n && f->resp_n == 1 && f->resp == 0) {
         count_dns(h, 6, f->v6dst_n > 0, f->v6_dst, f);
+        clat_query(c, h, frame);
+    }
     int unspecified = f->v6src_n && !memcmp(f->v6_src, UNSPECIFIED, 16);
     if (t >= 133 && t <= 137) {
         if (f->hlim_n && f->hlim != 255) {
@@ -528,6 +540,7 @@ static void add(ctx_t *c, int64_t frame) {
     if (et == 0x86DD) {
         h->v6_frames++;
         h->v6_bytes += f->orig;
+        seen_add(c, &h->ipv6, frame, NULL);
     } else if (et == 0x0800 || et == 0x0806) {
         h->v4_frames++;
     } else {
