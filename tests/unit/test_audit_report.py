@@ -1,9 +1,12 @@
-"""The audit's report from checks kept on disk (``audit.report.Spool``) is the report the list of
-results gave: results.json, junit.xml and the HTML pages byte for byte (the build time aside), on
-every fixture capture and on a synthetic capture of many hosts; and its memory does not grow with
-the number of hosts."""
+"""The audit's report from checks kept on disk (``audit.report.Spool``, made from templates) is the
+report the list of results gave: the same checks, results.json the same document, junit.xml and the
+compliance files byte for byte, the HTML the same triage groups and per-host table (it lists the
+first 200 checks of a cause and none of the passed ones, which the table holds), on every fixture
+capture and on a synthetic capture of many hosts; and its memory does not grow with the number of
+hosts."""
 
 import dataclasses
+import html as html_mod
 import io
 import json
 import re
@@ -16,7 +19,7 @@ from v6gate.audit.fast import read_into
 from v6gate.audit.findings import judge_host
 from v6gate.audit.fixtures import CAPTURES
 from v6gate.audit.hosts import Audit
-from v6gate.audit.report import Spool, build_document, result_for
+from v6gate.audit.report import Spool, build_document, result_for, write_all
 from v6gate.audit.run import audit_capture
 from v6gate.paths import shown
 from v6gate.report import compliance, html, junit, results
@@ -72,12 +75,24 @@ def test_the_spooled_report_is_the_listed_report_byte_for_byte(capture, tmp_path
     assert isinstance(spooled["checks"], Spool) and len(spooled["checks"]) == len(listed["checks"]) > 8
     assert list(spooled["checks"]) == listed["checks"]
     assert spooled["summary"] == listed["summary"]
-    a, b = written(listed, tmp_path, "listed"), written(spooled, tmp_path, "spooled")
+    a = written(listed, tmp_path, "listed")
     assert a[0] == json.dumps(listed, indent=1, default=str)  # dump_document writes json.dumps's bytes
-    assert b[0] == a[0]
-    assert b[1] == a[1]
-    assert b[2] == a[2] and "IPv6-only readiness per host" in b[2]["report.html"]
+    (tmp_path / "spooled").mkdir()
+    paths = write_all(tmp_path / "spooled", spooled)
+    assert json.loads(paths["results"].read_text()) == json.loads(a[0])
+    assert paths["junit"].read_bytes() == a[1]
     assert compliance.matrix(spooled) == compliance.matrix(listed)
+    (tmp_path / "listed").mkdir()
+    compliance.write(listed, tmp_path / "listed")
+    for name in ("compliance.csv", "compliance.json"):
+        assert (tmp_path / "listed" / name).read_bytes() == (tmp_path / "spooled" / name).read_bytes()
+    page = paths["html"].read_text()
+    listed_page = a[2]["report.html"]
+    at = listed_page.index("IPv6-only readiness per host")
+    table = listed_page[at:listed_page.index("</table>", at)]
+    assert table in page  # the per-host table as the listed report has it
+    fails = [c for c in listed["checks"] if c["verdict"] == "FAIL"]
+    assert all(html_mod.escape(c["seen"][:60]) in page for c in fails[:200])
     results.validate(spooled)
 
 
@@ -90,7 +105,7 @@ def test_the_report_s_memory_does_not_grow_with_the_hosts(tmp_path):
         tracemalloc.start()
         doc = build_document(audit, sorted(audit.hosts), capture, STARTED, meta)
         (tmp_path / str(n)).mkdir()
-        results.write_all(tmp_path / str(n), doc)
+        write_all(tmp_path / str(n), doc)
         peaks[n] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert len(doc["checks"]) >= 8 * n

@@ -47,8 +47,9 @@ def _signal(seen, start: float, capture: str) -> list | None:
     return [seen.count, start, capture, seen.first_frame, seen.first_time, seen.first]
 
 
-def host_record(audit: Audit, h: Host, capture: str, findings: bool = True) -> dict:
-    """What one capture shows of ``h``, as a mergeable record (JSON types only)."""
+def host_record(audit: Audit, h: Host, capture: str, findings: bool = True, judged: list | None = None) -> dict:
+    """What one capture shows of ``h``, as a mergeable record (JSON types only); ``judged``: its findings,
+    when the caller judged them already."""
     kinds, t0 = h.kinds, audit.t0
     sig = {"ipv6": _signal(h.ipv6, t0, capture), "arp": _signal(kinds.get(V.ARP), t0, capture),
            "ipv4": _signal(kinds.get(V.IPV4), t0, capture), "dhcpv4": _signal(kinds.get(V.DHCPV4), t0, capture),
@@ -62,7 +63,7 @@ def host_record(audit: Audit, h: Host, capture: str, findings: bool = True) -> d
            "signals": {k: v for k, v in sig.items() if v},
            "v4": sorted(h.ipv4_addrs)[:MAX_ADDRESSES], "v6": sorted(h.ipv6_addrs)[:MAX_ADDRESSES], "captures": 1}
     if findings:
-        judged = judge_host(audit, h)
+        judged = judged or judge_host(audit, h)
         ready = judged[-1]  # findings.READY: the host's readiness over its findings
         rec["ready"] = [ready.verdict, capture, ready.seen]
         rec["failing"] = {j.finding.id: [capture, j.seen] for j in judged[:-1] if j.verdict == "FAIL"}

@@ -37,11 +37,14 @@ def capture_name(path) -> str:
     return Path(path).name
 
 
-def from_audit(audit: Audit, path, packets: int, *, name: str | None = None, findings: bool = True) -> dict:
+def from_audit(audit: Audit, path, packets: int, *, name: str | None = None, findings: bool = True,
+               records: dict | None = None) -> dict:
     """The partial of one capture's audit (its hosts that sent frames; a host seen only as a receiver
-    sent nothing to classify)."""
+    sent nothing to classify); ``records``: those made already (by the report), by MAC."""
     name = name or capture_name(path)
-    hosts = {mac: host_record(audit, h, name, findings) for mac, h in sorted(audit.hosts.items()) if h.frames}
+    records = records or {}
+    hosts = {mac: records.get(mac) or host_record(audit, h, name, findings) for mac, h in sorted(audit.hosts.items())
+             if h.frames}
     info = {"path": shown(path), "frames": packets, "bytes": os.path.getsize(path), "hosts": len(hosts),
             "first_t": audit.t0, "last_t": audit.t_last if audit.t0 is not None else None}
     return {FORMAT: VERSION, "captures": {name: info}, "hosts": hosts}
@@ -72,7 +75,7 @@ def dump(doc: dict, path) -> Path:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w") as f:
-        json.dump(doc, f, separators=(",", ":"))
+        f.write(json.dumps(doc, separators=(",", ":")))  # (json.dump would take the pure-Python encoder)
         f.write("\n")
     os.replace(tmp, path)
     return path

@@ -4,9 +4,9 @@ host's MAC), plus a per-host readiness table in the HTML report."""
 
 from __future__ import annotations
 
-import html
 import json
 import os
+import shutil
 import tempfile
 from array import array
 from collections.abc import Sequence
@@ -16,6 +16,7 @@ from ..core.verdict import Result
 from ..paths import shown
 from ..report import html as html_report
 from ..report import results, triage
+from .assets import host_record
 from .findings import READY, Judged, judge_host
 from .hosts import Audit
 
@@ -37,8 +38,12 @@ def result_for(j: Judged, mac: str, capture: Path, started: str, pcap: str) -> R
                   target=capture.name, measurements=j.measurements)
 
 
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"})
+
+
 def _e(s) -> str:
-    return html.escape(str(s if s is not None else ""))
+    """``html.escape`` (quotes too), by one translation."""
+    return str(s if s is not None else "").translate(_HTML)
 
 
 _COLUMNS = ("audit.host_sends_no_ipv4", "audit.dhcpv4_asks_for_option_108", "audit.dhcpv4_stops_after_option_108",
@@ -110,6 +115,8 @@ class Spool(Sequence):
         self.index = range(len(offsets)) if index is None else index
         self.triage_view: dict | None = None
         self.filter_values: dict | None = None
+        self.brief_list: list = []  # _Brief of each check, in no particular order
+        self.hosts: list = []  # (mac, readiness verdict, IPv6 share, failing titles) per reported host
 
     def subset(self, index) -> Spool:
         return Spool(self._tmp, self.offsets, index)
@@ -129,6 +136,13 @@ class Spool(Sequence):
             for i in self.index:
                 f.seek(self.offsets[i])
                 yield json.loads(f.readline())
+
+    def briefs(self):
+        """What the compliance matrix reads of each check (id, part, area, verdict, capabilities, waived),
+        none read back from disk."""
+        for b in sorted(self.brief_list, key=lambda b: (b.id, b.part)):  # the document's order
+            yield {"id": b.id, "part": b.part, "area": AREA, "verdict": b.verdict, "capabilities": [],
+                   "waived": False}
 
     def host_rows(self):
         with open(Path(self._tmp.name) / "rows.jsonl", "rb") as f:
@@ -150,47 +164,142 @@ class _Brief:
         return f"{self.id}#{self.part}"
 
 
-def build_document(audit: Audit, macs: list[str], capture: Path, started: str, run_meta: dict) -> dict:
-    """The audit's results document (``results.build_document``'s, the same bytes once written) with
-    its checks in a ``Spool``: each host is judged once, its checks written as JSON lines to one file
-    per finding and its table row to the rows file; the files are then joined in the document's order
-    (finding id, then MAC) while the triage groups (first problem, masked) are collected as indexes."""
+# -- the checks as text, made from templates ------------------------------------------------------------
+_enc = json.JSONEncoder(separators=(",", ":"), default=str).encode  # the C encoder (no indent)
+_esc = json.encoder.encode_basestring_ascii  # a JSON string, as json.dumps writes it
+
+
+_ATTR = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\r": "&#13;", "\n": "&#10;",
+                       "\t": "&#09;"})
+_CDATA = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def _attr(s: str) -> str:
+    """An XML attribute value as ElementTree escapes it."""
+    return s.translate(_ATTR)
+
+
+def _cdata(s: str) -> str:
+    """XML text as ElementTree escapes it."""
+    return s.translate(_CDATA)
+
+
+class _Templates:
+    """Each finding's check as JSON and as a JUnit testcase, its constant parts made once: a check of
+    an audit is the text of ``result_for(...).as_dict()`` (plus baseline_failure), and its testcase
+    the bytes ``report.junit`` writes for it (``tests/unit/test_audit_report.py`` compares both)."""
+
+    def __init__(self, capture: Path, started: str, pcap: str):
+        self.pcap, self.started, self.target = pcap, started, capture.name
+        self.pcap_tail = _esc(f" (pcap: {pcap})")[1:]  # ' (pcap: ...)"' inside a JSON string
+        self.by_id: dict[str, tuple] = {}
+        self.system_out = f"<system-out>{_cdata(f'pcap: {pcap}')}</system-out></testcase>"
+
+    def finding(self, f) -> tuple:
+        t = self.by_id.get(f.id)
+        if t is None:
+            head = f'{{"id":{_esc(f.id)},"part":'
+            mid = (f',"title":{_esc(f.title)},"area":"{AREA}","ipv6ready":null,"rfc":{_esc(f.rfc)},"verdict":"')
+            expect = _esc(f"expected {f.expect}; seen ")[:-1]  # '"expected ...; seen ' (open)
+            tail1 = f',"expected":{_esc(f.expect)},"seen":'
+            tail2 = (f',"evidence":{{"pcap":{_esc(self.pcap)}}},"duration_s":0.0,"started":{_esc(self.started)},'
+                     f'"kind":"check","profile":"default","capabilities":[],"waived":false,"waiver":null,'
+                     f'"fault":null,"setup":"audit","target":{_esc(self.target)},"worker":null,"measurements":')
+            end = (',"timeline":[],"cleanup_errors":[],"fail_side_proven_against":null,"problems":[],'
+                   '"dut_sent":[],"precondition":null,"baseline_failure":false}\n')
+            case = (f'<testcase classname="{_attr(f"v6gate.{AREA}.{f.id}")}" name="', f" {f.title}", f"{f.rfc}: ")
+            t = self.by_id[f.id] = (head, mid, expect, tail1, tail2, end, case)
+        return t
+
+    def check(self, j: Judged, mac: str) -> tuple[str, str]:
+        """(the check's JSON line, its JUnit testcase)."""
+        head, mid, expect, tail1, tail2, end, (case_head, title, rfc) = self.finding(j.finding)
+        seen = _esc(j.seen)
+        v = j.verdict
+        reason = (expect + seen[1:-1] + self.pcap_tail) if v in ("PASS", "FAIL") else (seen[:-1] + self.pcap_tail)
+        line = "".join((head, _esc(mac), mid, v, '","reason":', reason, tail1, seen, tail2, _enc(j.measurements),
+                        end))
+        f = j.finding
+        said = f"expected {f.expect}; seen {j.seen}" if v in ("PASS", "FAIL") else j.seen
+        text = f"{rfc}{said} (pcap: {self.pcap})"
+        name = _attr(f"{f.id}-{mac}{title}")
+        case = f'{case_head}{name}" time="0.000">'
+        if v == "FAIL":
+            case += f'<failure message="{_attr(text[:500])}" type="FAIL">{_cdata(text)}</failure>'
+        elif v == "SKIP":
+            case += f'<skipped message="{_attr(text[:500])}" />'
+        return line, case + self.system_out
+
+
+def build_document(audit: Audit, macs: list[str], capture: Path, started: str, run_meta: dict,
+                   records: dict | None = None) -> dict:
+    """The audit's results document (``results.build_document``'s) with its checks in a ``Spool``: each
+    host is judged once, its checks written from templates as JSON lines and JUnit testcases to one
+    file per finding and its table row to the rows file; the files are then joined in the document's
+    order (finding id, then MAC) while the triage groups (first problem, masked) are collected as
+    indexes.  One check of each finding and verdict is validated against the schema whole (the others
+    differ from it only in strings, which the schema does not constrain, and measurements objects).
+    ``records``: filled with each host's record for the capture's partial result (``assets.host_record``,
+    by MAC), from the findings judged here."""
     tmp = tempfile.TemporaryDirectory(prefix="v6gate-audit-")
     base = Path(tmp.name)
-    per_id: dict[str, tuple] = {}  # finding id -> (file, verdict per check, triage group per check or -1)
+    per_id: dict[str, tuple] = {}  # finding id -> (json file, junit file, verdict per check, triage group or -1)
     groups: dict[tuple, int] = {}  # (area, verdict, signature) -> group number
     shapes: dict[tuple, dict] = {}  # what filter_values reads, once per distinct value
+    samples: dict[tuple, str] = {}  # (finding id, verdict) -> one check's line, validated whole
     briefs = []
+    hosts = []  # (mac, readiness, IPv6 share, failing findings' titles): the command's lines
     pcap = shown(capture)  # (once: it resolves the path)
+    tpl = _Templates(capture, started, pcap)
+    attention = triage.ATTENTION
     with open(base / "rows.jsonl", "w") as rows:
         for mac in sorted(macs):
-            cs = {}
-            for j in judge_host(audit, audit.hosts[mac]):
-                d = result_for(j, mac, capture, started, pcap).as_dict()
-                d["baseline_failure"] = False  # an audit has no baseline
-                cs[d["id"]] = d
-                v = d["verdict"]
-                entry = per_id.get(d["id"])
+            h = audit.hosts[mac]
+            judged = judge_host(audit, h)
+            if records is not None and h.frames:
+                records[mac] = host_record(audit, h, capture.name, judged=judged)
+            for j in judged:
+                fid, v = j.finding.id, j.verdict
+                line, case = tpl.check(j, mac)
+                entry = per_id.get(fid)
                 if entry is None:
-                    entry = per_id[d["id"]] = (open(base / f"{len(per_id)}.jsonl", "w+"), bytearray(), array("i"))
-                entry[0].write(json.dumps(d, default=str) + "\n")
-                entry[1].append(VERDICTS.index(v))
-                entry[2].append(groups.setdefault((AREA, v, triage.signature(d)), len(groups))
-                                if triage.needs_attention(d) else -1)
-                shape = (v, d["area"], d["rfc"], d["ipv6ready"], tuple(d["capabilities"]))
+                    n = len(per_id)
+                    entry = per_id[fid] = (open(base / f"{n}.jsonl", "w+"), open(base / f"{n}.xml", "w+",
+                                           encoding="utf-8", errors="xmlcharrefreplace"), bytearray(), array("i"),
+                                           [], [])
+                entry[4].append(line)
+                entry[5].append(case)
+                if len(entry[4]) >= 256:  # written in batches: a write call per check cost more than the check
+                    _flush(entry)
+                entry[2].append(VERDICTS.index(v))
+                entry[3].append(groups.setdefault((AREA, v, triage.signature({"seen": j.seen})), len(groups))
+                                if v in attention else -1)
+                shape = (v, j.finding.rfc)
                 if shape not in shapes:
-                    shapes[shape] = {k: d[k] for k in ("verdict", "area", "rfc", "ipv6ready", "capabilities",
-                                                       "waived", "baseline_failure")}
-                briefs.append(_Brief(d["id"], mac, v))
-            rows.write(json.dumps(_row(mac, cs)) + "\n")
+                    shapes[shape] = {"verdict": v, "area": AREA, "rfc": j.finding.rfc, "ipv6ready": None,
+                                     "capabilities": [], "waived": False, "baseline_failure": False}
+                samples.setdefault((fid, v), line)
+                briefs.append(_Brief(fid, mac, v))
+            rows.write(json.dumps(_row_of(mac, judged)) + "\n")
+            ready = judged[-1]
+            hosts.append((mac, ready.verdict, ready.measurements.get("ipv6_share_percent"),
+                          [j.finding.title for j in judged[:-1] if j.verdict == "FAIL"]))
+    for entry in per_id.values():
+        _flush(entry)
+    for line in samples.values():
+        results.validate_check(json.loads(line))
     offsets = array("Q")
     members = [array("L") for _ in groups]
     rest = array("L")
     rest_counts: dict[str, int] = {}
-    with open(base / "checks.jsonl", "wb") as out:
+    with open(base / "checks.jsonl", "wb") as out, open(base / "cases.xml", "w", encoding="utf-8",
+                                                         errors="xmlcharrefreplace") as cases:
         for fid in sorted(per_id):
-            f, verdicts, gs = per_id[fid]
+            f, x, verdicts, gs, _, _ = per_id[fid]
             f.seek(0)
+            x.seek(0)
+            shutil.copyfileobj(x, cases)
+            x.close()
             for line, v, g in zip(f, verdicts, gs):
                 i = len(offsets)
                 offsets.append(out.tell())
@@ -202,17 +311,89 @@ def build_document(audit: Audit, macs: list[str], capture: Path, started: str, r
                     members[g].append(i)
             f.close()
             os.unlink(f.name)
+            os.unlink(x.name)
     spool = Spool(tmp, offsets)
-    # triage.build's view of these checks: no NOT_JUDGED, gate, waived or baseline check in an audit
+    spool.brief_list, spool.hosts = briefs, hosts
+    # triage.build's view of these checks: no NOT_JUDGED, gate, waived or baseline check in an audit.  The
+    # HTML lists the first SHOWN members of each group and none of the passed or not applicable ones: the
+    # per-host table has every host's every finding (a page of 60,000 checks helps nobody)
     made = sorted(groups.items(), key=lambda kv: members[kv[1]][0])  # created in the document's order
     made.sort(key=lambda kv: (triage.SEVERITY.get(kv[0][1], 9), -len(members[kv[1]])))
-    area_groups = [{"area": area, "verdict": v, "cause": sig or v, "head": None, "members": spool.subset(members[g])}
+    area_groups = [{"area": area, "verdict": v, "cause": sig or v, "head": None,
+                    "members": spool.subset(members[g][:SHOWN]), "total": len(members[g])}
                    for (area, v, sig), g in made]
     counts: dict[str, int] = {}
     for g in area_groups:
-        counts[g["verdict"]] = counts.get(g["verdict"], 0) + len(g["members"])
+        counts[g["verdict"]] = counts.get(g["verdict"], 0) + g["total"]
     spool.triage_view = {"areas": [{"area": AREA, "groups": area_groups, "counts": counts}] if area_groups else [],
-                         "gates": [], "known": [], "rest": spool.subset(rest),
-                         "attention": sum(len(g["members"]) for g in area_groups), "rest_counts": rest_counts}
+                         "gates": [], "known": [], "rest": spool.subset(array("L")), "rest_total": len(rest),
+                         "attention": sum(g["total"] for g in area_groups), "rest_counts": rest_counts}
     spool.filter_values = triage.filter_values({"checks": list(shapes.values())})
     return results.build_document(briefs, run_meta=run_meta, checks=spool)
+
+
+def _flush(entry: tuple) -> None:
+    lines, cases = entry[4], entry[5]
+    entry[0].write("".join(lines))
+    entry[1].write("\n".join(cases) + "\n" if cases else "")
+    lines.clear()
+    cases.clear()
+
+
+SHOWN = 200  # members of a triage group the HTML lists (all are in results.json and the per-host table)
+
+
+def _row_of(mac: str, judged: list[Judged]) -> str:
+    """One host's row of the readiness table (``_row``'s, from the judged findings)."""
+    cs = {j.finding.id: {"verdict": j.verdict, "seen": j.seen, "measurements": j.measurements} for j in judged}
+    return _row(mac, cs)
+
+
+def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
+    """``results.write_all`` for an audit's document (its checks a ``Spool``): the same files, made from
+    the text the spool holds; results.json lists the checks one per line (compact JSON), the document
+    around them as ``json.dumps(indent=1)`` writes it."""
+    from ..report import compliance, manifest
+    from ..report.html import write_html
+
+    checks = doc["checks"]
+    if not isinstance(checks, Spool):
+        return results.write_all(run_dir, doc)
+    results.validate({**doc, "checks": []})
+    run_dir = Path(run_dir)
+    out = {"results": run_dir / "results.json", "junit": run_dir / "junit.xml", "html": run_dir / "report.html"}
+    mark = "\0v6gate-checks\0"
+    head, tail = json.dumps({**doc, "checks": mark}, indent=1, default=str).split(json.dumps(mark), 1)
+    tmp = out["results"].with_suffix(".tmp")
+    with open(tmp, "wb") as f, open(checks.path, "rb") as src:
+        f.write(head.encode())
+        sep = b"[\n"
+        for line in src:
+            f.write(sep)
+            f.write(line[:-1])
+            sep = b",\n"
+        f.write(b"[]" if sep == b"[\n" else b"\n ]")
+        f.write(tail.encode())
+    os.replace(tmp, out["results"])
+    tmp = out["junit"].with_suffix(".xml.tmp")
+    _junit(doc, tmp)
+    os.replace(tmp, out["junit"])
+    out.update(compliance.write(doc, run_dir))
+    tmp = out["html"].with_suffix(".html.tmp")
+    write_html(doc, tmp, run_dir, dissect=False)
+    os.replace(tmp, out["html"])
+    out["manifest"] = manifest.write(run_dir)
+    return out
+
+
+def _junit(doc: dict, path: Path) -> None:
+    """``report.junit.write_junit``'s bytes, the testcases copied from the spool."""
+    from ..report.junit import suite_head_tail
+
+    head, tail = suite_head_tail(doc, len(doc["checks"]), 0.0)
+    with open(path, "w", encoding="utf-8", errors="xmlcharrefreplace") as f, \
+            open(Path(doc["checks"]._tmp.name) / "cases.xml", encoding="utf-8") as cases:
+        f.write("<?xml version='1.0' encoding='utf-8'?>\n" + head)
+        for line in cases:
+            f.write(line[:-1])
+        f.write(tail)

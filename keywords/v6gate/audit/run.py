@@ -11,12 +11,12 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..paths import REPORTS, shown
-from ..report.results import host_info, now_iso, tool_versions, write_all
+from ..report.results import host_info, now_iso, tool_versions
 from ..util.proc import need
 from . import fleet, partial
 from .capture import capture_format, read_frame_at
 from .hosts import Audit
-from .report import build_document
+from .report import build_document, write_all
 from .tshark import ReadStats, read_fields
 
 
@@ -143,11 +143,13 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
             "target": {"name": path.name, "kind": "capture", "source": shown(path)},
             "tool": {**tool_versions(), "tshark": _tshark_version() if engine == "tshark" else None}, "host": host_info(), "lab": None,
             "workers": jobs, "phases": [], "duration_s": round(elapsed, 3), "audit": info}
+    records: dict | None = {} if fleet_inputs is not None else None
+    doc = build_document(audit, macs, path, started, meta, records)  # its checks on disk, in a Spool
     fleet_paths = {}
     if fleet_inputs is not None:
-        part = partial.from_audit(audit, path, stats.packets)
+        part = partial.from_audit(audit, path, stats.packets, records=records)
+        del audit, records  # (the hosts' state: some 5 KiB a host)
         fleet_paths = write_fleet(part, fleet_inputs, out_dir)
-    doc = build_document(audit, macs, path, started, meta)  # its checks on disk, in a Spool
     paths = write_all(out_dir, doc)
     return {**{k: str(v) for k, v in paths.items()}, **fleet_paths}, doc
 

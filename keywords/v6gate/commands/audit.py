@@ -80,15 +80,7 @@ def cmd_audit(args) -> int:
     print(f"v6gate audit: {info['packets']} packets, {info['hosts_seen']} hosts in {info['duration_s']} s "
           f"({info['packets_per_s']} packets/s, {info['engine']} engine); peak memory "
           + ", ".join(f"{v} MiB {k}" for k, v in info['peak_rss_mib'].items() if v))
-    # one pass over the checks (read back from disk): a scan per host was quadratic in the hosts
-    ready, fails = [], {}
-    for c in doc["checks"]:
-        if c["id"] == "audit.ipv6_only_readiness":
-            ready.append((c["part"], c["verdict"], c["measurements"].get("ipv6_share_percent")))
-        elif c["verdict"] == "FAIL":
-            fails.setdefault(c["part"], []).append(c["title"])
-    for part, verdict, share in ready:
-        failing = fails.get(part)
+    for part, verdict, share, failing in doc["checks"].hosts:  # (the checks stay on disk)
         print(f"  {part}  {verdict:4}  IPv6 {share if share is not None else '-'}%"
               + (f"  failing: {', '.join(failing)}" if failing else ""))
     print(f"v6gate: report {paths['html']}\n        results {paths['results']}")

@@ -10,20 +10,26 @@ def write_junit(doc: dict, path: Path) -> None:
     """Written one testcase at a time (``doc["checks"]`` may be a sequence read from disk): the bytes
     ElementTree writes for the whole tree, without the whole tree in memory."""
     checks = doc["checks"]
-    counts = doc["summary"]["counts"]
-    suite = ET.Element("testsuite", name=f"v6gate {doc['run']['target'].get('name', '')}",
-                       tests=str(len(checks)), failures=str(counts["FAIL"] + counts["INCONCLUSIVE"]),
-                       errors=str(counts["ERROR"]), skipped=str(counts["SKIP"] + counts.get("NOT_JUDGED", 0)),
-                       time=f"{sum(c['duration_s'] for c in checks):.3f}", timestamp=doc["run"]["started"])
-    ET.SubElement(suite, "cases")
-    root = ET.Element("testsuites")
-    root.append(suite)
-    head, tail = ET.tostring(root, encoding="unicode").split("<cases />")
+    head, tail = suite_head_tail(doc, len(checks), sum(c["duration_s"] for c in checks))
     with open(path, "w", encoding="utf-8", errors="xmlcharrefreplace") as f:  # as ElementTree.write opens it
         f.write("<?xml version='1.0' encoding='utf-8'?>\n" + head)
         for c in checks:
             f.write(ET.tostring(_case(c), encoding="unicode"))
         f.write(tail)
+
+
+def suite_head_tail(doc: dict, tests: int, seconds: float) -> tuple[str, str]:
+    """The text of the testsuites element before and after its testcases."""
+    counts = doc["summary"]["counts"]
+    suite = ET.Element("testsuite", name=f"v6gate {doc['run']['target'].get('name', '')}",
+                       tests=str(tests), failures=str(counts["FAIL"] + counts["INCONCLUSIVE"]),
+                       errors=str(counts["ERROR"]), skipped=str(counts["SKIP"] + counts.get("NOT_JUDGED", 0)),
+                       time=f"{seconds:.3f}", timestamp=doc["run"]["started"])
+    ET.SubElement(suite, "cases")
+    root = ET.Element("testsuites")
+    root.append(suite)
+    head, tail = ET.tostring(root, encoding="unicode").split("<cases />")
+    return head, tail
 
 
 def _case(c: dict) -> ET.Element:

@@ -197,14 +197,18 @@ def validate(doc: dict) -> None:
     schema = json.loads(SCHEMA.read_text())
     # the document without its checks (which may be a sequence read from disk), then each check
     jsonschema.Draft202012Validator(schema).validate({**doc, "checks": []})
-    fast = _check_schema_validator()
-    one = None
     for c in doc["checks"]:
-        try:
-            fast(c)
-        except fastjsonschema.JsonSchemaException:  # jsonschema decides: its error, or it accepts the check
-            one = one or jsonschema.Draft202012Validator({**schema["$defs"]["check"], "$defs": schema["$defs"]})
-            one.validate(c)
+        validate_check(c, schema)
+
+
+def validate_check(c: dict, schema: dict | None = None) -> None:
+    """One check against the schema's check definition (fastjsonschema's, and jsonschema's word when it
+    rejects)."""
+    try:
+        _check_schema_validator()(c)
+    except fastjsonschema.JsonSchemaException:  # jsonschema decides: its error, or it accepts the check
+        schema = schema or json.loads(SCHEMA.read_text())
+        jsonschema.Draft202012Validator({**schema["$defs"]["check"], "$defs": schema["$defs"]}).validate(c)
 
 
 _CHECKS_MARK = "\0v6gate-checks\0"
