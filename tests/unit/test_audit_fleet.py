@@ -225,9 +225,10 @@ def test_inventory_joins_hosts_to_assets_and_an_expired_exception_is_a_finding(t
     ("inv.csv", "asset,macs\nx,02:00:00:00:00:01,extra\n", "line 2: 3 fields, the header has 2"),
     ("inv.csv", "asset,addresses\nx,10.0.0.300\n", "is not an IPv4 or IPv6 address"),
     ("inv.csv", "asset,macs\nx,\n", "has no MAC and no address"),
-    ("inv.json", '[{"asset": "x", "asset": "y"}]', "given twice in one object"),
-    ("inv.yaml", "a: &a [1]\nb: [*a, *a, *a]\n" + "".join(f"c{i}: *a\n" for i in range(120)), "YAML aliases"),
-    ("inv.csv", b"asset,macs\n\xff\n", "not UTF-8"),
+    ("inv.json", '[{"asset": "x", "asset": "y"}]', "duplicate key 'asset'"),
+    ("inv.yaml", "a: &a [1]\nb: [*a, *a, *a]\n", "may not use YAML anchors and aliases"),
+    ("inv.csv", b"asset,macs\n\xff\n", "is not UTF-8"),
+    ("inv.csv", b"asset,macs\nx,\x00\n", "a NUL byte"),
     ("inv.csv", "asset,macs\nx," + "a" * 5000 + "\n", "longer than"),
 ])
 def test_a_bad_inventory_is_one_line(tmp_path, name, text, message):

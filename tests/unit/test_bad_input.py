@@ -286,10 +286,49 @@ CASES = [
      2, ["/proc/v6gate-a"]),
     ("audit-without-tshark", lambda t: ["audit", str(FIXTURES / "captures" / _a_capture()), "--engine", "tshark"], 3, ["tshark"],
      no_tshark),
+    # -- the fleet audit's files (issue 33): inventory, exception register, plan, partial results --------
+    ("audit-inventory-alias", lambda t: _fleet(t, "--inventory", "inv.yaml", "- &a {asset: x, macs: [02:00:00:00:00:01]}\n- *a\n"),
+     2, ["inv.yaml", "anchors and aliases"]),
+    ("audit-inventory-duplicate-key", lambda t: _fleet(t, "--inventory", "inv.json", '[{"asset": "x", "asset": "y"}]'), 2,
+     ["inv.json", "duplicate key 'asset'"]),
+    ("audit-inventory-over-64MiB", lambda t: _fleet(t, "--inventory", "inv.csv", None), 2, ["inv.csv", "limit"]),
+    ("audit-inventory-ragged-csv", lambda t: _fleet(t, "--inventory", "inv.csv", "asset,macs\nx,02:00:00:00:00:01,9\n"),
+     2, ["inv.csv: line 2"]),
+    ("audit-inventory-bad-mac", lambda t: _fleet(t, "--inventory", "inv.csv", "asset,macs\nx,02:00:00:00:00\n"), 2,
+     ["not a MAC address"]),
+    ("audit-exception-bad-date", lambda t: _fleet(t, "--exceptions", "exc.csv",
+                                                  "asset,reason,approved_by,retire_by\nx,old,CIO,soon\n"), 2,
+     ["exc.csv: line 2: retire_by", "YYYY-MM-DD"]),
+    ("audit-plan-alias-bomb", lambda t: _fleet(t, "--plan", "plan.yaml", "a: &a [1,1,1,1,1,1,1,1,1]\n"
+                                               "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"),
+     2, ["plan.yaml"]),
+    ("audit-partial-damaged", lambda t: ["audit", _partial(t)], 2, ["partial.json", "signals.ipv6[0]"]),
     # -- other commands ------------------------------------------------------------------------------
     ("report-of-a-non-run", lambda t: ["report", str(t)], 2, ["records/"]),
     ("report-of-a-file", lambda t: ["report", target(t)], 2, ["records/"]),
 ]
+
+
+def _fleet(tmp: Path, option: str, name: str, text: str | None) -> list[str]:
+    """``v6gate audit CAPTURE OPTION FILE`` with FILE holding ``text`` (None: a sparse file past 64 MiB)."""
+    p = tmp / name
+    if text is None:
+        with open(p, "wb") as f:
+            f.truncate((64 << 20) + 1)
+    else:
+        p.write_text(text)
+    return ["audit", str(FIXTURES / "captures" / _a_capture()), option, str(p)]
+
+
+def _partial(tmp: Path) -> str:
+    """A partial result whose host record has a negative count."""
+    rec = {"frames": 1, "bytes": 1, "first_t": 0.0, "last_t": 0.0, "captures": 1, "v4": [], "v6": [],
+           "signals": {"ipv6": [-1, 0.0, "a.pcap", 1, 0.0, "IPv6"]}}
+    doc = {"v6gate_audit_partial": 1, "captures": {"a.pcap": {"path": "a.pcap", "frames": 1, "bytes": 1, "hosts": 1}},
+           "hosts": {"02:00:00:00:00:01": rec}}
+    p = tmp / "partial.json"
+    p.write_text(json.dumps(doc))
+    return str(p)
 
 
 def _a_capture() -> str:

@@ -22,6 +22,7 @@ import os
 from functools import reduce
 from pathlib import Path
 
+from .. import untrusted
 from ..errors import UsageError
 from ..paths import shown
 from .assets import RANK, SIGNALS, host_record, merge_hosts
@@ -29,7 +30,7 @@ from .hosts import MAX_ADDRESSES, Audit
 
 FORMAT = "v6gate_audit_partial"
 VERSION = 1
-MAX_BYTES = 4 << 30  # a partial of a million hosts is some 1.5 GB
+LIMITS = untrusted.RUN_OUTPUT.but(kind="partial result", max_bytes=1 << 30, max_nodes=60_000_000)
 MAX_TEXT = 4096  # a description or a finding's text
 
 
@@ -172,26 +173,8 @@ def check(doc, where: str = "partial") -> dict:
     return doc
 
 
-def _unique(pairs: list) -> dict:
-    d = dict(pairs)
-    if len(d) != len(pairs):
-        seen = set()
-        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f"the key {dup[:60]!r} is given twice in one object")
-    return d
-
-
 def load(path) -> dict:
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise UsageError(f"{path}: {size} bytes, more than a partial result may hold ({MAX_BYTES}); split the audit")
-        with open(path, "rb") as f:
-            doc = json.load(f, object_pairs_hook=_unique)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"{path}: not valid JSON ({str(exc)[:120]}); give a partial result written by v6gate audit") \
-            from None
+    """A partial result given back (a run's output: ``untrusted.RUN_OUTPUT``, raised to what a partial of
+    a million hosts needs, some 600 MB and 50 million values), then checked field by field."""
+    doc = untrusted.load_json(Path(path), LIMITS)
     return check(doc, str(path))

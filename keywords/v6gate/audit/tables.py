@@ -1,93 +1,32 @@
-"""The audit's user files (inventory, exception register, plan) read
-within limits: CSV, JSON or YAML, chosen by the file's suffix; size, rows,
-fields, depth, nodes and aliases bounded; a key given twice is an error;
+"""The audit's user files (inventory, exception register, plan), read as
+untrusted input: JSON and YAML through the project's one loader
+(``v6gate.untrusted``: size, depth, nodes, duplicate keys, no aliases);
+CSV (chosen by the suffix) as bounded text with bounded rows and fields;
 every problem one line naming the file (and the row), exit 2."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 
-import yaml
-
-from .. import yamlfile
+from .. import untrusted
 from ..errors import UsageError
 
-MAX_BYTES = 64 << 20  # an inventory of a few hundred thousand assets
 MAX_ROWS = 1_000_000
 MAX_FIELD = 4096  # characters in one field
-MAX_DEPTH = 8
-MAX_NODES = 5_000_000
-MAX_ALIASES = 100
+#: an inventory of a few hundred thousand assets (some 10 values each) is larger than a target file: only the
+#: size and the node count are raised, and a person's inventory has no use for YAML aliases
+LIMITS = untrusted.CONFIG.but(max_bytes=64 << 20, max_nodes=5_000_000, aliases=False)
 
 
-def _text(path: Path, what: str) -> str:
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise UsageError(f"{path}: {size} bytes, more than an {what} file may hold ({MAX_BYTES}); split it")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: {what} file not found") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory; give the {what} file") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the {what} file ({exc.strerror})") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} file as UTF-8") from None
-
-
-def _walk(x, path: Path, depth: int = 0, count: list | None = None) -> None:
-    count = count if count is not None else [0]
-    count[0] += 1
-    if count[0] > MAX_NODES:
-        raise UsageError(f"{path}: more than {MAX_NODES} values; split the file")
-    if depth > MAX_DEPTH:
-        raise UsageError(f"{path}: nested more than {MAX_DEPTH} levels deep; the file is flat rows")
-    if isinstance(x, dict):
-        for _k, v in x.items():
-            _walk(v, path, depth + 1, count)
-    elif isinstance(x, list):
-        for v in x:
-            _walk(v, path, depth + 1, count)
-    elif isinstance(x, str) and len(x) > MAX_FIELD:
-        raise UsageError(f"{path}: a value of {len(x)} characters, more than {MAX_FIELD}")
-
-
-def _unique(pairs: list) -> dict:
-    d = dict(pairs)
-    if len(d) != len(pairs):
-        seen: set = set()
-        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f"the key {str(dup)[:60]!r} is given twice in one object")
-    return d
+def _limits(what: str) -> untrusted.Limits:
+    return LIMITS.but(kind=what)
 
 
 def read_document(path, what: str):
-    """A JSON or YAML file (by suffix; .csv is not a document), bounded and checked."""
-    path = Path(path)
-    text = _text(path, what)
-    if path.suffix.lower() == ".json":
-        try:
-            doc = json.loads(text, object_pairs_hook=_unique)
-        except (ValueError, RecursionError) as exc:
-            raise UsageError(f"{path}: not valid JSON ({str(exc)[:160]})") from None
-    else:
-        try:
-            aliases = sum(isinstance(t, yaml.AliasToken) for t in yaml.scan(text, Loader=yaml.SafeLoader))
-            if aliases > MAX_ALIASES:
-                raise UsageError(f"{path}: {aliases} YAML aliases, more than {MAX_ALIASES}; write the values out")
-            doc = yamlfile.load(text)
-        except yaml.YAMLError as exc:
-            raise UsageError(f"{path}: YAML error at {yamlfile.describe(exc)}; fix the {what} file") from None
-        except RecursionError:
-            raise UsageError(f"{path}: nested too deeply; the {what} file is flat rows") from None
-    _walk(doc, path)
-    return doc
+    """A JSON or YAML file (by suffix), through ``untrusted.load``."""
+    return untrusted.load(Path(path), _limits(what))
 
 
 def read_rows(path, what: str, columns: tuple, required: tuple) -> list[tuple[str, dict]]:
@@ -123,7 +62,7 @@ def read_rows(path, what: str, columns: tuple, required: tuple) -> list[tuple[st
 
 
 def _csv(path: Path, what: str) -> list[tuple[str, dict]]:
-    text = _text(path, what)
+    text = untrusted.read_text(path, _limits(what))
     reader = csv.reader(io.StringIO(text, newline=""))
     rows: list[tuple[str, dict]] = []
     try:
