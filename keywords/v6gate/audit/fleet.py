@@ -313,17 +313,30 @@ def write_all(doc: dict, out_dir: Path) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"fleet_json": out_dir / "fleet.json", "fleet_csv": out_dir / "fleet-assets.csv",
              "fleet_summary_csv": out_dir / "fleet-summary.csv", "fleet_html": out_dir / "fleet.html"}
-    _atomic(paths["fleet_json"], json.dumps(doc, separators=(",", ":")) + "\n")
-    _atomic(paths["fleet_csv"], assets_csv(doc))
-    _atomic(paths["fleet_summary_csv"], summary_csv(doc))
-    _atomic(paths["fleet_html"], render_html(doc))
+    # each file streamed (an asset at a time: the text of 100,000 assets is never whole in memory), written to a
+    # temporary name and renamed: whole or not at all
+    _atomic(paths["fleet_json"], _json_pieces(doc))
+    _atomic(paths["fleet_csv"], [assets_csv(doc)])
+    _atomic(paths["fleet_summary_csv"], [summary_csv(doc)])
+    _atomic(paths["fleet_html"], html_pieces(doc))
     return paths
 
 
-def _atomic(path: Path, text: str) -> None:
+def _atomic(path: Path, pieces) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    with open(tmp, "w") as f:
+        for piece in pieces:
+            f.write(piece)
     os.replace(tmp, path)
+
+
+def _json_pieces(doc: dict):
+    """The document as compact JSON, its assets last, an asset at a time."""
+    head = json.dumps({k: v for k, v in doc.items() if k != "assets"}, separators=(",", ":"))
+    yield head[:-1] + ',"assets":['
+    for i, r in enumerate(doc["assets"]):
+        yield ("," if i else "") + json.dumps(r, separators=(",", ":"))
+    yield "]}\n"
 
 
 def _cell(v) -> str:
@@ -386,6 +399,10 @@ window.addEventListener('DOMContentLoaded',f);"""
 
 
 def render_html(doc: dict) -> str:
+    return "".join(html_pieces(doc))
+
+
+def html_pieces(doc: dict):
     t = doc["totals"]
     out = [f"<!doctype html><meta charset=utf-8><title>v6gate fleet audit: {_e(doc['plan'])}</title>"
            f"<style>{_STYLE}</style><script>{_SCRIPT}</script>",
@@ -436,11 +453,11 @@ def render_html(doc: dict) -> str:
     out.append('<h2>Assets</h2><p id=shown></p><table id=assets><thead><tr><th>asset</th><th>class</th><th>system / '
                'owner / location</th><th>hosts</th><th>evidence (capture, frame)</th><th>readiness</th>'
                '<th>exception</th></tr></thead><tbody>')
-    counted = {r["asset"] for r in doc["assets"] if r["in_inventory"] or doc["basis"] != "inventory"}
+    yield "".join(out)
     six = set(doc.get("counts_as_ipv6_only") or [IPV6_ONLY])
-    out += [_asset_row(r, r["asset"] in counted, six) for r in doc["assets"]]
-    out.append("</tbody></table>")
-    return "".join(out) + "\n"
+    for r in doc["assets"]:
+        yield _asset_row(r, r["in_inventory"] or doc["basis"] != "inventory", six)
+    yield "</tbody></table>\n"
 
 
 def _asset_row(r: dict, counted: bool, six: set) -> str:
