@@ -72,6 +72,15 @@ def test_ping_and_groups_say_what_to_do():
     assert "make the DUT leave the IPv6 multicast group ff02::1:3" in text
 
 
+def test_source_filters_say_mode_and_sources():
+    m, out = _manual(["\n", "\n"])
+    m.listen("ff3e::8000:1", mode="include", sources=["2001:db8::1"])
+    m.listen("ff3e::8000:1", mode="include")
+    text = out.getvalue()
+    assert "use the source filter INCLUDE {2001:db8::1}" in text and "receive only from these sources" in text
+    assert "stop listening to ff3e::8000:1 (leave it)" in text
+
+
 def test_addresses_are_typed_by_the_operator():
     m, _ = _manual(["fe80::1%eth0, 2001:db8::2/64 junk\n"])
     assert m.addresses() == ["fe80::1", "2001:db8::2"]

@@ -47,3 +47,29 @@ def test_listen_templates_are_filled_and_quoted():
 def test_missing_listen_template_is_a_skip_reason():
     with pytest.raises(NotSupported, match=r"control.ssh.commands.listen is not set"):
         SshControl({"host": "dut", "commands": {}}).listen("ff12::1")
+
+
+def test_source_filters_use_the_listen_filter_template():
+    c = Recorder({"host": "dut", "commands": {"listen": "join {group}",
+                                              "listen_filter": "filter {interface} {group} {mode} {sources}"}},
+                 interface="eth0")
+    c.listen("ff3e::8000:1", mode="include", sources=["2001:db8::1", "2001:DB8::2"])
+    c.listen("ff18::1")  # an ordinary join still uses 'listen'
+    assert c.sent == ["filter eth0 ff3e::8000:1 include 2001:db8::1 2001:db8::2", "join ff18::1"]
+
+
+def test_source_filter_without_its_template_is_a_skip_reason():
+    with pytest.raises(NotSupported, match=r"control.ssh.commands.listen_filter is not set"):
+        SshControl({"host": "dut", "commands": {"listen": "join {group}"}}).listen("ff18::1", mode="exclude",
+                                                                                   sources=["2001:db8::1"])
+
+
+def test_a_bad_source_or_mode_is_the_bench_s_error():
+    from v6gate.errors import BenchError
+
+    c = Recorder({"host": "dut", "commands": {"listen_filter": "f {group} {mode} {sources}"}})
+    with pytest.raises(BenchError, match="source filter"):
+        c.listen("ff18::1", mode="include", sources=["2001:db8::1; reboot"])
+    with pytest.raises(BenchError, match="filter mode"):
+        c.listen("ff18::1", mode="block", sources=[])
+    assert c.sent == []

@@ -241,4 +241,4 @@ def test_every_repair_rule_named_by_a_fault_exists():
     for f in load_faults().values():
         if f.repair:
             assert f.repair["rule"] in RULES, f"{f.name}: unknown repair rule {f.repair['rule']}"
-            assert f.repair.get("direction", "in") in ("in", "out"), f"{f.name}: repair direction in or out"
+            assert f.repair.get("direction", "in") in ("in", "out", "both"), f"{f.name}: repair direction in, out or both"

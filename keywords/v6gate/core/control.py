@@ -13,10 +13,13 @@ Every method raises ``NotSupported`` when the adapter cannot do it.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 import shlex
 import subprocess
+from collections.abc import Sequence
+from pathlib import Path
 
 from ..errors import BenchError
 from ..util.proc import run
@@ -57,9 +60,17 @@ class Control:
         raise NotSupported("the DUT cannot be told to open a connection: set control.ssh.commands.connect in the "
                            "target file")
 
-    def listen(self, group: str) -> None:
-        """Make the DUT start listening to the IPv6 multicast ``group`` on its
-        interface on the link (an application joining it: MLD Report)."""
+    def listen(self, group: str, *, mode: str = "exclude", sources: Sequence[str] = ()) -> None:
+        """Make an application on the DUT listen to the IPv6 multicast
+        ``group`` on its interface on the link, with a source filter: RFC
+        3810 §3's IPv6MulticastListen(socket, interface, group, filter mode,
+        source list).  ``mode`` "exclude" with no ``sources`` is an ordinary
+        (any-source) join; "include" with sources a source-specific one; a
+        second call for the same group changes that application's filter
+        (one state change); "include" with no sources leaves."""
+        if sources or mode != "exclude":
+            raise NotSupported("the DUT cannot be told to listen with a source filter: set "
+                               "control.ssh.commands.listen_filter in the target file")
         raise NotSupported("the DUT cannot be told to listen to a multicast group: set "
                            "control.ssh.commands.listen in the target file")
 
@@ -87,6 +98,19 @@ class Control:
 
 class NoControl(Control):
     pass
+
+
+def filter_spec(mode: str, sources: Sequence[str]) -> tuple[str, list[str]]:
+    """``mode`` and ``sources`` validated (a bench error, not the DUT's, when wrong)."""
+    if mode not in ("include", "exclude"):
+        raise BenchError(f"filter mode {mode!r}: use 'include' or 'exclude'")
+    try:
+        return mode, [str(ipaddress.IPv6Address(s)) for s in sources]
+    except ValueError as exc:
+        raise BenchError(f"source filter: {exc}") from None
+
+
+LISTENER = Path(__file__).resolve().parent.parent / "lab" / "mcast_listener.py"
 
 
 class NetnsControl(Control):
@@ -159,26 +183,39 @@ class NetnsControl(Control):
         path = workdir / CONFIG_NAME
         return path if path.exists() else None
 
-    _LISTEN = ("import socket,struct,sys,time\n"
-               "s=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM)\n"
-               "s.setsockopt(socket.IPPROTO_IPV6,socket.IPV6_JOIN_GROUP,"
-               "socket.inet_pton(socket.AF_INET6,sys.argv[1])+struct.pack('@I',socket.if_nametoindex(sys.argv[2])))\n"
-               "print('listening',flush=True)\n"
-               "time.sleep(86400)\n")
-
-    def listen(self, group):
-        """A process in the DUT namespace joins ``group`` on a socket and holds it."""
-        self.unlisten(group)
-        proc = subprocess.Popen(["ip", "netns", "exec", self.ns, "python3", "-c", self._LISTEN, group, self.interface],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        line = proc.stdout.readline().strip()
-        if line != "listening":
-            proc.kill()
-            raise BenchError(f"could not make the lab DUT listen to {group}: {proc.stderr.read().strip()[-200:]}")
-        self._listeners[group] = proc
+    def listen(self, group, *, mode="exclude", sources=()):
+        """An application in the DUT namespace (lab/mcast_listener.py) holds
+        ``group`` with the filter; a later call changes that application's
+        filter in one step (MCAST_MSFILTER)."""
+        mode, sources = filter_spec(mode, sources)
+        proc = self._listeners.get(group)
+        if proc is None or proc.poll() is not None:
+            proc = subprocess.Popen(["ip", "netns", "exec", self.ns, "python3", str(LISTENER), self.interface, group],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+            self._listeners[group] = proc
+            if proc.stdout.readline().strip() != "ready":
+                self.unlisten(group)
+                raise BenchError(f"the lab DUT's multicast listener did not start: "
+                                 f"{(proc.stderr.read() or '').strip()[-200:] or 'no output'}")
+        try:
+            proc.stdin.write(" ".join(["set", mode, *sources]) + "\n")
+            proc.stdin.flush()
+            answer = proc.stdout.readline().strip()
+        except OSError:
+            answer = ""
+        if answer != "ok":
+            self.unlisten(group)
+            why = answer[4:] if answer.startswith("err ") else (proc.stderr.read() or "").strip()[-200:]
+            raise BenchError(f"could not make the lab DUT listen to {group} ({mode} {sources}): {why or 'no answer'}")
 
     def unlisten(self, group):
         proc = self._listeners.pop(group, None)
+        if proc and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # end of input: the listener closes its socket, leaving the group
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(2)
         if proc and proc.poll() is None:
             proc.terminate()
             try:
@@ -282,9 +319,15 @@ class SshControl(Control):
             host=shlex.quote(host), port=int(port), proto=proto)
         return subprocess.Popen(self._argv(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
-    def listen(self, group):
-        self._run(self._template("listen", "needed to make the DUT join multicast groups").format(
-            group=shlex.quote(group)))
+    def listen(self, group, *, mode="exclude", sources=()):
+        mode, sources = filter_spec(mode, sources)
+        if mode == "exclude" and not sources and (self.commands.get("listen") or not self.commands.get("listen_filter")):
+            self._run(self._template("listen", "needed to make the DUT join multicast groups").format(
+                group=shlex.quote(group)))
+            return
+        self._run(self._template("listen_filter", "needed to make the DUT listen with a source filter: a command "
+                                 "taking {group}, {mode} (include|exclude) and {sources}").format(
+            group=shlex.quote(group), mode=mode, sources=" ".join(shlex.quote(x) for x in sources)))
 
     def unlisten(self, group):
         self._run(self._template("unlisten", "needed to make the DUT leave multicast groups").format(

@@ -27,7 +27,7 @@ import subprocess
 import threading
 import time
 
-from .control import Control, NotSupported
+from .control import Control, NotSupported, filter_spec
 
 DEFAULT_TIMEOUT_S = 300.0
 
@@ -146,9 +146,18 @@ class ManualControl(Control):
             raise NotSupported(f"manual control: no IPv6 address in the operator's answer {line!r}")
         return found
 
-    def listen(self, group):
-        self.ask(f"make the DUT join the IPv6 multicast group {group} (an application listening to it) and "
-                 f"keep it joined until told to leave")
+    def listen(self, group, *, mode="exclude", sources=()):
+        mode, sources = filter_spec(mode, sources)
+        if mode == "exclude" and not sources:
+            self.ask(f"make the DUT join the IPv6 multicast group {group} (an application listening to it) and "
+                     f"keep it joined until told to leave")
+        elif mode == "include" and not sources:
+            self.ask(f"make the DUT's application stop listening to {group} (leave it)")
+        else:
+            self.ask(f"make the DUT's application listening to {group} (join it if it does not) use the source "
+                     f"filter {mode.upper()} {{{', '.join(sources)}}} (RFC 3810 §3: receive "
+                     f"{'only from' if mode == 'include' else 'from all but'} these sources), in one change, "
+                     f"and keep it until the next instruction")
 
     def unlisten(self, group):
         self.ask(f"make the DUT leave the IPv6 multicast group {group} (stop the listening application)")

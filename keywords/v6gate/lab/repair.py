@@ -17,7 +17,11 @@ Rules live in ``v6gate/lab/repair_rules/`` and are named by faults:
 
 With ``direction: out`` the rule sees what the DUT's kernel sends instead
 (the OUTPUT chain) and changes it on the way out: a stack that builds a
-message wrongly, for checks that judge the DUT's own messages.
+message wrongly, for checks that judge the DUT's own messages.  With
+``direction: both`` it sees both (one queue), for a rule that rewrites an
+answer by what was asked; a rule that accepts a ``repairer`` keyword gets
+the Repairer, whose ``state`` dict it may keep between packets (a stack's
+memory: what it already sent, the last Query).
 
 A rule gets the IPv6 packet (bytes, no link-layer header), the DUT's
 addresses and its params, and returns the bytes to deliver instead, None to
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import pkgutil
 import select
 import socket
@@ -100,10 +105,13 @@ class Repairer:
             raise LabError(f"unknown repair rule {name!r}; known: {', '.join(sorted(RULES))}")
         self.rule = RULES[name]
         self.params = dict(spec.get("params") or {})
+        if "repairer" in inspect.signature(self.rule).parameters:
+            self.params["repairer"] = self
+        self.state: dict = {}
         self.direction = spec.get("direction", "in")
         self.protocol = spec.get("protocol", "icmpv6")  # the packets queued to the rule (icmpv6, tcp, udp)
-        if self.direction not in ("in", "out"):
-            raise LabError(f"repair direction {self.direction!r}: use 'in' (what the DUT receives) or 'out'")
+        if self.direction not in ("in", "out", "both"):
+            raise LabError(f"repair direction {self.direction!r}: use 'in' (what the DUT receives), 'out' or 'both'")
         self.ns, self.iface, self.dut = ns, iface, dut
         self.sock: socket.socket | None = None
         self._stop = threading.Event()
@@ -118,10 +126,12 @@ class Repairer:
         self.sock = s
         self._config(_nla(NFQA_CFG_CMD, struct.pack("=BxH", NFQNL_CFG_CMD_BIND, 0)))
         self._config(_nla(NFQA_CFG_PARAMS, struct.pack("!IB", 0xFFFF, NFQNL_COPY_PACKET)))
-        where = ["PREROUTING", "1", "-i"] if self.direction == "in" else ["OUTPUT", "1", "-o"]
-        rule = ["-t", "mangle", "-I", *where, self.iface, "-p", self.protocol,
-                "-j", "NFQUEUE", "--queue-num", str(QUEUE_NUM), "--queue-bypass"]
-        run(["ip6tables-legacy", *rule], ns=self.ns, what="repair fault (ip6tables-legacy NFQUEUE rule)")
+        hooks = {"in": [["PREROUTING", "1", "-i"]], "out": [["OUTPUT", "1", "-o"]],
+                 "both": [["PREROUTING", "1", "-i"], ["OUTPUT", "1", "-o"]]}[self.direction]
+        for where in hooks:
+            rule = ["-t", "mangle", "-I", *where, self.iface, "-p", self.protocol,
+                    "-j", "NFQUEUE", "--queue-num", str(QUEUE_NUM), "--queue-bypass"]
+            run(["ip6tables-legacy", *rule], ns=self.ns, what="repair fault (ip6tables-legacy NFQUEUE rule)")
         self._thread = threading.Thread(target=self._loop, name="lab-repairer", daemon=True)
         self._thread.start()
         return self
@@ -166,6 +176,7 @@ class Repairer:
         verdict = [_nla(NFQA_VERDICT_HDR, struct.pack("!II", NF_DROP if out == DROP else NF_ACCEPT, pid))]
         if out:
             verdict.append(_nla(NFQA_PAYLOAD, out))
+        if out is not None:  # rewritten, or held back (DROP): either changes what the kernel gets or sends
             self.repaired += 1
         with contextlib.suppress(OSError):
             self.sock.send(_msg(NFQNL_MSG_VERDICT, NLM_F_REQUEST, verdict))

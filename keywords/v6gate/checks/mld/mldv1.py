@@ -1,120 +1,42 @@
-"""Multicast Listener Discovery, the listener side — RFC 2710 (MLDv1, the
-IPv6 Ready MLD Operations tests MLD.1.1-1.15) and RFC 3810 (MLDv2: Report
-format, queries, MLDv1 compatibility).
-
-The tester is the querier (TQ, link-local source).  The group under test is
-one the DUT always listens to, the solicited-node group of its link-local
-address; checks that need the DUT to start or stop listening use the
-control adapter's listen/unlisten.  The MLDv1 checks first send an MLDv1
-General Query: an MLDv2 host then enters MLDv1 compatibility mode and
-behaves as RFC 2710 says (RFC 3810 §8.2.1)."""
+"""MLDv1 listener (RFC 2710), IPv6 Ready MLD Operations MLD.1.1-1.15: the
+DUT in MLDv1 compatibility mode (RFC 3810 §8.2.1) answers queries, delays,
+suppresses, reports on join and sends Done on leave."""
 
 from __future__ import annotations
 
 import secrets
 
 from scapy.layers.inet6 import (
-    ICMPv6MLDone,
     ICMPv6MLQuery,
     ICMPv6MLReport,
-    ICMPv6MLReport2,
     IPv6,
     IPv6ExtHdrHopByHop,
     in6_chksum,
 )
 from scapy.packet import Raw
 
-from ..core.check import Part, check
-from ..core.verdict import Verdict
-from ..net import packets as P
-from ..net.mld import (
-    CHANGE_TO_EXCLUDE,
-    MODE_IS_EXCLUDE,
-    RECORD_TYPES,
+from ...core.check import Part, check
+from ...core.verdict import Verdict
+from ...net import packets as P
+from ...net.mld import (
     is_v1_done,
     is_v1_report,
-    is_v2_report,
-    judge_common,
-    mld_query,
     mld_report_v1,
     reports_group,
     v2_records,
 )
-from ..net.mutate import break_one
-
-TRIALS = 4  # repetitions of a timing-sensitive part (RFC 2710 timers are random)
-CROSSING = 0.02  # a Report arriving this soon after the tester's packet was sent before the DUT could see it
-
-
-def _slack(t) -> float:
-    """Scheduling slack allowed on top of a Maximum Response Delay."""
-    return 0.25 * t.reply_timeout
-
-
-def _group(t) -> str:
-    return P.solicited_node(t.dut.link_local)
-
-
-def _querier(t):
-    return t.node("TQ", router=True)
-
-
-def _v1_report_for(t, group: str, since: float, within: float):
-    return t.port.expect(t.from_dut(lambda p: is_v1_report(p, group)), within, since=since)
-
-
-#: the querier's timers set before a check switches the DUT to MLDv1 compatibility mode: QRV 2, QQIC 6 s and a
-#: Maximum Response Delay of 1 s make its Older Version Querier Present Timeout (RFC 3810 §9.12: QRV x QQI + QRI)
-#: 13 s instead of the default 260 s, so a DUT that is not reset between checks is back in MLDv2 soon, yet stays
-#: in MLDv1 longer than the longest Maximum Response Delay an MLDv1 check asks for (10 s): a Report the DUT
-#: delays that long is still an MLDv1 Report
-SHORT_QRV, SHORT_QQIC, SHORT_MRD_MS = 2, 6, 1000
-OLDER_VERSION_TIMEOUT_S = SHORT_QRV * SHORT_QQIC + SHORT_MRD_MS / 1000
-
-
-def _v1_query(t, **fields):
-    """An MLDv1 Query from the tester's querier.  The first in a check is
-    preceded by an MLDv2 General Query with short timers (above), and when
-    the check ends the next check waits out the Older Version Querier
-    Present Timeout unless the DUT is reset first."""
-    if not getattr(t, "mld_short_timers", False):
-        t.mld_short_timers = True
-        since = t.send(mld_query(_querier(t), version=2, mrd_ms=SHORT_MRD_MS, qrv=SHORT_QRV, qqic=SHORT_QQIC),
-                       label=f"MLDv2 General Query (QRV {SHORT_QRV}, QQIC {SHORT_QQIC} s, MRD {SHORT_MRD_MS} ms): "
-                             f"MLDv1 compatibility will last {OLDER_VERSION_TIMEOUT_S:g} s after the last MLDv1 Query")
-        # its answer (current-state records), not a State-Change Report the DUT may still repeat after its start
-        t.port.expect(t.from_dut(_current_state_for(_group(t))), SHORT_MRD_MS / 1000 + _slack(t), since=since)
-        t.wait(0.1)  # the rest of the answer
-        t.defer(lambda: t.dut_keeps_state(OLDER_VERSION_TIMEOUT_S + _slack(t),
-                                          "the DUT stays in MLDv1 compatibility mode for its Older Version Querier "
-                                          f"Present Timeout ({OLDER_VERSION_TIMEOUT_S:g} s, RFC 3810 §9.12) after "
-                                          "an earlier check's MLDv1 Query"))
-    return mld_query(_querier(t), version=1, **fields)
-
-
-def _enter_v1_mode(t):
-    """An MLDv1 General Query (Maximum Response Delay 0): the DUT answers at
-    once with MLDv1 Reports and stays in MLDv1 compatibility mode."""
-    since = t.send(_v1_query(t, mrd_ms=0), label="MLDv1 General Query (MRD 0)")
-    report = _v1_report_for(t, _group(t), since, t.reply_timeout)
-    t.wait(0.2)  # let the rest of the answer burst pass
-    return report
-
-
-def _judge_v1(t, frame, group: str, kind: str = "Report") -> list[str]:
-    pkt = frame.pkt
-    layer = ICMPv6MLReport if kind == "Report" else ICMPv6MLDone
-    msg = pkt[layer]
-    problems = judge_common(pkt, t.dut.link_local)
-    want_dst = group if kind == "Report" else P.ALL_ROUTERS
-    if not P.same_address(pkt[IPv6].dst, want_dst):
-        problems.append(f"sent to {pkt[IPv6].dst}, not to {want_dst}")
-    if not P.same_address(msg.mladdr, group):
-        problems.append(f"Multicast Address {msg.mladdr}, not {group}")
-    if msg.code != 0:
-        problems.append(f"Code {msg.code}, not 0")
-    return problems
-
+from ...net.mutate import break_one
+from ._common import (
+    CROSSING,
+    TRIALS,
+    _enter_v1_mode,
+    _fresh_group,
+    _group,
+    _judge_v1,
+    _slack,
+    _v1_query,
+    _v1_report_for,
+)
 
 # -- MLD.1.1 - 1.4: answering queries ----------------------------------------------------------------
 
@@ -425,9 +347,6 @@ def delaying_listener_resets_timer(t):
 
 # -- MLD.1.11 - 1.13: joining, the all-nodes group, leaving --------------------------------------------
 
-def _fresh_group() -> str:
-    return f"ff12::{secrets.randbelow(0xFFFF) + 1:x}:{secrets.randbelow(0xFFFF) + 1:x}"
-
 
 @check(area="mld", scope="host", ipv6ready="MLD.1.11", title="Transmit Unsolicited Reports",
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_sends_no_mld_reports",
@@ -504,172 +423,3 @@ def done_on_leave(t):
     seen = f"MLDv1 Done for {group} to {done.pkt[IPv6].dst} {done.time - left:.3f} s after the leave"
     return t.conclude(seen, problems)
 
-
-# -- MLDv2 (RFC 3810) ---------------------------------------------------------------------------------
-
-def _current_state_for(group: str):
-    """An MLDv2 Report with a current-state record for ``group``: an answer to a Query."""
-    return lambda p: is_v2_report(p) and any(r.rtype in (1, 2) and P.same_address(r.group, group)
-                                             for r in v2_records(p))
-
-
-def _v2_answer(t, *, specific: bool):
-    group, tq = _group(t), _querier(t)
-    mrd_ms = 1000
-    q = mld_query(tq, version=2, mrd_ms=mrd_ms, group=group if specific else "::")
-    since = t.send(q, label=f"MLDv2 {'Multicast Address Specific' if specific else 'General'} Query, MRD {mrd_ms} ms")
-    frame = t.port.expect(t.from_dut(_current_state_for(group)), mrd_ms / 1000 + _slack(t), since=since)
-    return frame, since
-
-
-@check(area="mld", title="MLDv2 General Query is answered with current-state records",
-       rfc="RFC 3810 §6.2, §5.2.12", capabilities=["MLDv2"], liveness="echo", fault="dut_ignores_mld_queries",
-       expect="an MLDv2 General Query (MRD 1000 ms) is answered within the MRD by an MLDv2 Report with a "
-              "MODE_IS_EXCLUDE record for the DUT's solicited-node group and no record for ff02::1")
-def mldv2_general_query_is_answered(t):
-    """A General Query schedules a Report of the current state of every
-    group the interface listens to, at a random delay within the Maximum
-    Response Delay (RFC 3810 §6.2); ff02::1 is never reported (§6)."""
-    frame, since = _v2_answer(t, specific=False)
-    if frame is None:
-        return t.failed(f"no MLDv2 Report with a current-state record for {_group(t)} within the MRD + slack")
-    records = v2_records(frame.pkt)
-    problems = [f"a record for ff02::1 ({RECORD_TYPES.get(r.rtype, r.rtype)})" for r in records
-                if P.same_address(r.group, P.ALL_NODES)]
-    mine = next(r for r in records if P.same_address(r.group, _group(t)))
-    if mine.rtype != MODE_IS_EXCLUDE or mine.sources:
-        problems.append(f"record for {_group(t)} is {RECORD_TYPES.get(mine.rtype, mine.rtype)} with sources "
-                        f"{mine.sources}, not MODE_IS_EXCLUDE with none")
-    seen = (f"MLDv2 Report {frame.time - since:.3f} s after the query with records "
-            f"{[(r.group, RECORD_TYPES.get(r.rtype, r.rtype)) for r in records]}")
-    return t.conclude(seen, problems)
-
-
-@check(area="mld", title="MLDv2 Multicast Address Specific Query is answered for that group",
-       rfc="RFC 3810 §6.2, §6.3", capabilities=["MLDv2"], liveness="echo", fault="dut_ignores_mld_queries",
-       expect="an MLDv2 Multicast Address Specific Query for the solicited-node group is answered within its MRD "
-              "by a Report whose records name that group only")
-def mldv2_specific_query_is_answered(t):
-    """A Multicast Address Specific Query asks for the state of one group;
-    the answer reports that group (RFC 3810 §6.2, §6.3)."""
-    frame, since = _v2_answer(t, specific=True)
-    if frame is None:
-        return t.failed(f"no MLDv2 Report with a current-state record for {_group(t)} within the MRD + slack")
-    others = [r.group for r in v2_records(frame.pkt) if not P.same_address(r.group, _group(t))]
-    seen = f"MLDv2 Report {frame.time - since:.3f} s after the query"
-    return t.failed(f"{seen} also names {others}") if others else t.passed(f"{seen}, for {_group(t)} only")
-
-
-@check(area="mld", title="MLDv2 Report format",
-       rfc="RFC 3810 §5.2, §5.2.13, §5.2.14", capabilities=["MLDv2"], liveness="echo",
-       expect="the DUT's MLDv2 Report (answering a General Query) is well formed: hop limit 1, link-local source, "
-              "sent to ff02::16, Router Alert (value 0) in a Hop-by-Hop header, Reserved fields zero, record types "
-              "1-6, Aux Data Len 0, Number of Sources and Number of Records matching the message",
-       parts=[
-           Part("hop_limit", "Report Hop Limit is 1 (MLD.2.9)", field="hop_limit", fault="dut_mld_reports_hop_limit_2"),
-           Part("source", "Report source is link-local (MLD.2.10)", field="source", fault="dut_mld_reports_global_source"),
-           Part("destination", "Report sent to ff02::16 (MLD.2.11)", field="destination",
-                fault="dut_mld_reports_to_all_nodes"),
-           Part("router_alert", "Report carries a Router Alert option (MLD.2.12)", field="router_alert",
-                fault="dut_mld_reports_without_router_alert"),
-           Part("reserved", "Reserved fields are zero (MLD.2.23)", field="reserved", fault="dut_mld_reports_reserved_set"),
-           Part("records", "Record type, Aux Data Len, counts (MLD.2.26-2.28, 2.13, 2.25)", field="records",
-                fault="dut_mld_reports_bad_record_type"),
-       ])
-def mldv2_report_format(t):
-    """'MLDv2 Reports are sent with an IP destination address of FF02:0:0:0:
-    0:0:0:16' (§5.2.14), 'with a valid IPv6 link-local source address, or the
-    unspecified address' (§5.2.13), 'an IPv6 Hop Limit of 1, and an IPv6
-    Router Alert option' (§5); Reserved fields are zero (§5.2.2, §5.2.4),
-    record types are 1-6 (§5.2.12), hosts send no auxiliary data (§5.2.6)."""
-    frame, _since = _v2_answer(t, specific=False)
-    if frame is None:
-        return t.failed(f"no MLDv2 Report with a current-state record for {_group(t)} within the MRD + slack")
-    pkt = frame.pkt
-    ip, rep = pkt[IPv6], pkt[ICMPv6MLReport2]
-    field = t.p.field
-    common = judge_common(pkt, t.dut.link_local)
-    problems = {
-        "hop_limit": [p for p in common if "hop limit" in p],
-        "source": [p for p in common if "source" in p],
-        "router_alert": [p for p in common if "Router Alert" in p],
-        "destination": [] if P.same_address(ip.dst, P.ALL_MLDV2_ROUTERS) else [f"sent to {ip.dst}, not ff02::16"],
-        "reserved": [f"{name} {v}, not 0" for name, v in (("first Reserved", rep.res), ("second Reserved",
-                                                                                         rep.reserved)) if v],
-        "records": _record_problems(pkt),
-    }[field]
-    seen = (f"MLDv2 Report from {ip.src} to {ip.dst}, hop limit {ip.hlim}, {len(rep.records)} record(s) "
-            f"{[(r.group, r.rtype) for r in v2_records(pkt)]}")
-    return t.conclude(seen, problems)
-
-
-def _record_problems(pkt) -> list[str]:
-    rep = pkt[ICMPv6MLReport2]
-    problems = []
-    if rep.records_number != len(rep.records):
-        problems.append(f"Number of Records {rep.records_number}, but {len(rep.records)} records")
-    for r in v2_records(pkt):
-        if r.rtype not in RECORD_TYPES:
-            problems.append(f"record type {r.rtype} for {r.group} is not defined (1-6)")
-        if r.aux_len:
-            problems.append(f"Aux Data Len {r.aux_len} for {r.group} (hosts send none)")
-        if r.declared_sources != len(r.sources):
-            problems.append(f"Number of Sources {r.declared_sources} but {len(r.sources)} sources for {r.group}")
-        if not P.is_multicast(r.group):
-            problems.append(f"record for {r.group}, not a multicast address")
-    return problems
-
-
-@check(area="mld", title="Solicited-node group is reported when the interface starts",
-       rfc="RFC 3810 §6.1; RFC 4862 §5.4.2", needs=["reset"], capabilities=["MLDv2"], liveness=None,
-       fault="dut_speaks_only_mldv1",
-       expect="after its interface starts (no querier heard), the DUT sends an unsolicited MLDv2 Report with a "
-              "CHANGE_TO_EXCLUDE_MODE record for the solicited-node group of its link-local address, around its "
-              "DAD probe (the group must be joined before DAD)")
-def solicited_node_group_is_reported_at_startup(t):
-    """'Before sending a Neighbor Solicitation, an interface MUST join the
-    all-nodes multicast address and the solicited-node multicast address of
-    the tentative address' (RFC 4862 §5.4.2); joining a group makes an MLDv2
-    host send a State-Change Report (RFC 3810 §6.1)."""
-    since = t.restart_dut()
-    window = float(t.timing["ready_timeout_s"])
-    group = _group(t)
-    frame = t.port.expect(t.from_dut(lambda p: reports_group(p, group)), window, since=since)
-    if frame is None:
-        return t.failed(f"no MLD Report for {group} within {window:g} s of the restart")
-    if not is_v2_report(frame.pkt):
-        return t.failed(f"the first Report for {group} is an MLDv1 Report, although no MLDv1 querier was heard "
-                        f"(RFC 3810 §8.2): {frame.summary()}")
-    rec = next(r for r in v2_records(frame.pkt) if P.same_address(r.group, group))
-    seen = (f"MLDv2 Report {frame.time - since:.3f} s after the restart, record "
-            f"{RECORD_TYPES.get(rec.rtype, rec.rtype)} for {group}")
-    if rec.rtype != CHANGE_TO_EXCLUDE:
-        return t.failed(f"{seen}: not CHANGE_TO_EXCLUDE_MODE (joining with no source filter)")
-    return t.passed(seen)
-
-
-@check(area="mld", title="MLDv1 Query switches the DUT to MLDv1 compatibility mode",
-       rfc="RFC 3810 §8.2.1", capabilities=["MLDv2"], liveness="echo", fault="dut_answers_mldv1_with_mldv2",
-       expect="after an MLDv1 Query, the DUT answers with MLDv1 Reports, also to a following MLDv2 Query (the "
-              "Older Version Querier Present timer runs)")
-def mldv1_query_switches_to_compatibility_mode(t):
-    """'In order to switch gracefully between versions of MLD, hosts keep
-    both an MLDv1 Querier Present timer ... If a host receives an MLDv1
-    Query, it MUST ... switch to MLDv1 Host Compatibility Mode' (RFC 3810
-    §8.2.1): it then sends MLDv1 Reports."""
-    group, tq = _group(t), _querier(t)
-    since = t.send(_v1_query(t, mrd_ms=0), label="MLDv1 General Query (MRD 0)")
-    answer = t.port.expect(t.from_dut(lambda p: reports_group(p, group)), t.reply_timeout, since=since)
-    if answer is None:
-        return t.failed(f"no Report for {group} after an MLDv1 General Query")
-    if not is_v1_report(answer.pkt):
-        return t.failed(f"answered an MLDv1 Query with {answer.summary()}, not an MLDv1 Report")
-    t.wait(0.3)
-    since2 = t.send(mld_query(tq, version=2, mrd_ms=500), label="MLDv2 General Query, MRD 500 ms")
-    second = t.port.expect(t.from_dut(lambda p: reports_group(p, group)), 0.5 + _slack(t), since=since2)
-    if second is None:
-        return t.failed(f"no Report for {group} after the MLDv2 Query that followed")
-    if not is_v1_report(second.pkt):
-        return t.failed(f"after an MLDv1 Query, an MLDv2 Query was answered with {second.summary()}: the DUT left "
-                        "MLDv1 compatibility mode at once")
-    return t.passed("MLDv1 Reports answered both the MLDv1 Query and the following MLDv2 Query")
