@@ -110,3 +110,10 @@ def test_exclude_answer_rewritten_per_table_3():
     assert mld_exclude_answer_per_table_3(report((2, "ff18::1", ["2001:db8::1"])), DUT, repairer=r) == DROP
     # nothing pending: untouched
     assert mld_exclude_answer_per_table_3(report((2, "ff18::1", ["2001:db8::1"])), DUT, repairer=r) is None
+
+
+def test_report_once_drops_the_repeated_record_from_a_merged_report():
+    r = _State()
+    assert mld_report_once(report((5, "ff18::1", ["2001:db8::1"]), (4, SN, [])), DUT, repairer=r) is None
+    out = mld_report_once(report((5, "ff18::1", ["2001:db8::1"]), (4, "ff02::1:ff00:9", [])), DUT, repairer=r)
+    assert records_of(out) == [(4, "ff02::1:ff00:9", [])]

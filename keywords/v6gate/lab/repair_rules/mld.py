@@ -194,23 +194,27 @@ def mld_record_wrong(packet: bytes, dut: dict, swap: dict | None = None, drop_so
 
 @repair("mld_report_once")
 def mld_report_once(packet: bytes, dut: dict, repairer=None, window_s: float = 10.0, **_):
-    """A stack that sends each State-Change Report once (no retransmission,
-    RFC 3810 §6.1): a Report whose records are all state-change records
-    (types 3-6) and that repeats one sent in the last ``window_s`` seconds
-    is held back."""
+    """A stack that sends each State-Change record once (no retransmission,
+    RFC 3810 §6.1): a state-change record (types 3-6) that repeats one sent
+    in the last ``window_s`` seconds is left out of the Report (a Report
+    left with nothing is held back); current-state records pass."""
     parsed = _v2_report(packet)
     if parsed is None or repairer is None:
         return None
-    records = parsed[3]
-    if not records or any(r[0] not in (3, 4, 5, 6) for r in records):
-        return None
-    key = tuple(sorted((r[0], r[1], tuple(sorted(r[2]))) for r in records))
+    ip, hbh, icmp, records = parsed
     now = time.monotonic()
     sent = repairer.state.setdefault("sent", {})
-    if now - sent.get(key, -1e9) <= window_s:
-        return DROP
-    sent[key] = now
-    return None
+    out = []
+    for rtype, group, sources, aux in records:
+        key = (rtype, group, tuple(sorted(sources)))
+        if rtype in (3, 4, 5, 6) and now - sent.get(key, -1e9) <= window_s:
+            continue
+        if rtype in (3, 4, 5, 6):
+            sent[key] = now
+        out.append((rtype, group, sources, aux))
+    if len(out) == len(records):
+        return None
+    return _report(ip, hbh, icmp, out) if out else DROP
 
 
 @repair("mld_source_query_as_group_query")
