@@ -28,7 +28,7 @@ from . import cli_guard as guard
 from .errors import UsageError, V6GateError
 from .paths import ROOT, SUITES
 from .report import incomplete
-from .report.results import EXIT_INTERRUPTED, EXIT_USAGE
+from .report.results import EXIT_BENCH, EXIT_INTERRUPTED, EXIT_USAGE
 
 PHASES = (
     # (label, suite directory, runs in parallel)
@@ -67,18 +67,25 @@ def cmd_run(args) -> int:
         if why:
             raise UsageError(f"{args.target}: {why}")
         target_arg = str(Path(args.target).resolve())
-        workers, why = workers_for(target, args.workers)
-        if why:
-            print(f"v6gate run: {args.target}: {why}", flush=True)
+        workers, why_workers = workers_for(target, args.workers)
         args.workers = workers
-        for w in target.expired_waivers():
-            print(f"v6gate run: the waiver of {w.check}{'#' + w.part if w.part else ''} expired on {w.expires} "
-                  f"({w.source}): it no longer waives", flush=True)
     guard.check_areas(args.area)
     guard.check_ids(args.check)
     guard.check_workers(args.workers)
     guard.check_out_dir(args.out)
     guard.check_baseline(args.baseline)
+    if target is not None:
+        if not target.is_lab and os.geteuid() == 0:
+            from .core.liveness import check_present
+
+            absent = check_present(target)  # a DUT not on the link: one line, nothing run (core/liveness.py)
+            if absent:
+                return _err(f"run: {absent}", EXIT_BENCH)
+        if why_workers:
+            print(f"v6gate run: {args.target}: {why_workers}", flush=True)
+        for w in target.expired_waivers():
+            print(f"v6gate run: the waiver of {w.check}{'#' + w.part if w.part else ''} expired on {w.expires} "
+                  f"({w.source}): it no longer waives", flush=True)
     if os.geteuid() != 0 and target_arg == "lab":
         raise UsageError("the embedded lab needs root: run as root (or pass --target for a real device)")
     registry.cleanup(stale_only=True)  # leftovers of a crashed earlier run (owner process gone)
@@ -151,8 +158,13 @@ def cmd_run(args) -> int:
             gone = "never" if pred["all_gone_in_s"] is None else f"in {pred['all_gone_in_s']:g} s"
             print(f"  the run's prefixes left {pred['count']} address(es) there by RFC 4862 §5.5.3 (all gone {gone}):"
                   f" {', '.join(pred['prefixes'])}")
+    dead = _dut_dead(doc)
     for judged_by, keys in s.get("not_judged_by", {}).items():
+        if dead and judged_by == dead["judged_by"]:
+            continue
         print(f"  not judged (precondition failed, see {judged_by.rstrip('#')}): {', '.join(keys)}")
+    if dead:
+        print(f"v6gate: {dead['detail']}: {dead['count']} later part(s) not judged (dut-alive)", flush=True)
     print(f"v6gate: report {paths['html']}\n        results {paths['results']}\n        junit {paths['junit']}")
     if paths.get("manifest"):
         print(f"        compliance {paths['compliance_csv']}\n        manifest {paths['manifest']}")
@@ -160,6 +172,16 @@ def cmd_run(args) -> int:
         print("v6gate: interrupted; the reports hold what finished", file=sys.stderr)
         return EXIT_INTERRUPTED
     return s["exit_code"]
+
+
+def _dut_dead(doc: dict) -> dict | None:
+    """The DUT stopped answering and did not come back (core/liveness.py):
+    the part it died after, why, and how many parts were left unjudged."""
+    dead = [c for c in doc.get("checks", []) if (c.get("precondition") or {}).get("name") == "dut-alive"]
+    if not dead:
+        return None
+    pre = dead[0]["precondition"]
+    return {"judged_by": pre["judged_by"], "detail": pre["detail"], "count": len(dead)}
 
 
 def cmd_repeat(args) -> int:

@@ -196,6 +196,9 @@ def v6gate_session(request):
     except UsageError as exc:
         pytest.exit(f"v6gate: {exc}", returncode=4)
     session.setup_s = time.monotonic() - t0
+    if session.absent:  # a DUT not on the link: one line, nothing judged (core/liveness.py)
+        session.close()
+        pytest.exit(f"v6gate: {session.absent}", returncode=3)
     _write_session_info(run_dir, session)
     yield session
     session.close()

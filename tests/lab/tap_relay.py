@@ -83,9 +83,61 @@ class QueueLoss:
                     self.resolving[nd[1]] = time.monotonic()
 
 
+def pio_prefix_lengths(frame: bytes) -> list[int]:
+    """The Prefix Length of every Prefix Information option of a Router
+    Advertisement frame (none for any other frame)."""
+    if len(frame) < 70 or frame[12:14] != ETH_IPV6 or frame[20] != NH_ICMPV6 or frame[54] != 134:
+        return []
+    out, i = [], 70  # Ether 14 + IPv6 40 + RA header 16
+    while i + 2 <= len(frame):
+        kind, length = frame[i], frame[i + 1] * 8
+        if length == 0:
+            break
+        if kind == 3 and i + 3 <= len(frame):
+            out.append(frame[i + 2])
+        i += length
+    return out
+
+
+class Crash:
+    """A stack that dies on one packet, made from a correct one: once the
+    guest receives a frame ``on(frame)`` accepts (default: an RA whose Prefix
+    Information option says prefix length 129, which made two real stacks
+    exit), nothing passes either way, as if it had crashed; with
+    ``back_after`` seconds it comes back (a supervisor restarted it)."""
+
+    def __init__(self, on=None, *, back_after: float | None = None):
+        self.on = on or (lambda frame: 129 in pio_prefix_lengths(frame))
+        self.back_after = back_after
+        self.died_at: float | None = None  # time.monotonic() of the fatal frame
+        self.dropped = 0
+
+    def _dead(self) -> bool:
+        if self.died_at is None:
+            return False
+        return not (self.back_after is not None and time.monotonic() - self.died_at >= self.back_after)
+
+    def incoming(self, frame: bytes) -> bool:
+        """Should the frame reach the guest?"""
+        if self.died_at is None and self.on(frame):
+            self.died_at = time.monotonic()
+            self.dropped += 1
+            return False
+        if self._dead():
+            self.dropped += 1
+            return False
+        return True
+
+    def outgoing(self, frame: bytes) -> bool:
+        if self._dead():
+            self.dropped += 1
+            return False
+        return True
+
+
 class TapGuest:
     def __init__(self, switch_ns: str, tap: str, guest_ns: str, mac: str, *, bounded: bool = False,
-                 fault: QueueLoss | None = None):
+                 fault: QueueLoss | Crash | None = None):
         self.switch_ns, self.tap, self.guest_ns, self.mac = switch_ns, tap, guest_ns, mac
         self.bounded, self.fault = bounded, fault
         self.max_addresses = 4 if bounded else None  # net.ipv6.conf.eth0.max_addresses, link-local included
@@ -124,8 +176,8 @@ class TapGuest:
             if r:
                 try:
                     data = os.read(self.tap_fd, 65535)
-                    if self.fault:
-                        self.fault.incoming(data)
+                    if self.fault and self.fault.incoming(data) is False:
+                        continue
                     self.sock.send(data)
                 except OSError:
                     return

@@ -56,8 +56,9 @@ def test_parallel_and_serial_runs_give_the_same_verdicts(parallel_run):
     assert len(serial) >= 20
 
 
-def test_a_missing_dut_is_an_error_not_a_fail():
-    """A lab whose DUT slot is an empty TAP: nothing answers on the link."""
+def test_a_missing_dut_is_one_line_not_a_fail():
+    """A lab whose DUT slot is an empty TAP: nothing answers on the link, so
+    the run says so in one line (exit 3) and judges nothing."""
     up = v6gate("lab", "up", "--name", "nodut", "--tap", "tap0", "--dut-mac", "52:54:00:00:00:99", "--json", check=True)
     target = json.loads(up.stdout)["target_file"]
     try:
@@ -66,10 +67,7 @@ def test_a_missing_dut_is_an_error_not_a_fail():
     finally:
         v6gate("lab", "down", "nodut", check=True)
     assert cp.returncode == 3, cp.stdout + cp.stderr
-    assert "Traceback" not in cp.stdout + cp.stderr
-    doc = load_results(run_dir_from(cp.stdout))
-    vs = {c["verdict"] for c in doc["checks"]}
-    assert vs <= {"ERROR", "SKIP"}, verdicts(doc)
-    err = next(c for c in doc["checks"] if c["verdict"] == "ERROR")
-    assert "does not answer" in err["reason"] and "52:54:00:00:00:99" in err["reason"]
+    lines = [line for line in (cp.stdout + cp.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert "is not on the link" in lines[0] and "52:54:00:00:00:99" in lines[0] and "dut.mac" in lines[0], lines
     assert not [n for n in registry.our_namespaces() if n.startswith("v6gnodut")]

@@ -36,6 +36,11 @@ class Control:
         raise NotSupported("the DUT cannot be reset: control adapter 'none' (set control.adapter: ssh "
                            "with control.ssh.commands.reset in the target file)")
 
+    def revive(self) -> float:
+        """The DUT stopped answering in the middle of a run: bring it back
+        (a reset, by default).  Raises NotSupported when the adapter cannot."""
+        return self.reset()
+
     def addresses(self) -> list[str]:
         raise NotSupported("the DUT's addresses cannot be read: control adapter 'none' (list them under "
                            "dut.global in the target file)")

@@ -127,6 +127,11 @@ class ManualControl(Control):
         self.ask("reboot the DUT now (power-cycle or restart it)", then="press Enter once it is up again")
         return self._clock() - t0
 
+    def revive(self) -> float:
+        t0 = self._clock()
+        self.ask("the DUT stopped answering: restart it", then="press Enter once it is up again")
+        return self._clock() - t0
+
     def ping(self, dst, *, size=56, count=1, interface=None, wait_s=2.0):
         where = f" on its interface {interface or self.interface}" if (interface or self.interface) else ""
         self.ask(f"make the DUT ping {dst}{where} with {size}-octet Echo Requests, one a second, and keep it "

@@ -29,7 +29,8 @@ from .check import NEEDS, Check, Part
 from .context import CheckContext, DutView, NotApplicable
 from .control import NotSupported, control_for
 from .ledger import AddressLedger
-from .verdict import NotJudged, Outcome, Result, Verdict, reason_for
+from .liveness import Liveness, presence
+from .verdict import NotJudged, Outcome, Result, Verdict, reason_for, result_key
 
 LAB_TARGET = "fixtures/targets/lab.yaml"
 
@@ -91,6 +92,10 @@ class Session:
         #: a state an earlier check left the DUT in, running on a timer (until, why): a check on a DUT that is not
         #: reset first waits it out (see CheckContext.dut_keeps_state)
         self.settle: tuple[float, str] | None = None
+        #: on a DUT the run does not rebuild before each check: is it on the link, and still answering after each
+        #: part (core/liveness.py); ``absent``: the one line saying it is not on the link at all
+        self.liveness = Liveness(self) if lab is None or lab.external_dut else None
+        self.absent: str | None = None
 
     # -- construction helpers ---------------------------------------------------------
     @classmethod
@@ -128,6 +133,8 @@ class Session:
             self.open_error = str(exc)
             ll = "fe80::"
         self.dut = DutView(t, self.control, ll, self.port)
+        if self.liveness is not None:
+            self.absent = presence(self.port, t, None if self.open_error else ll)
         return self
 
     def dut_state(self) -> dict:
@@ -293,6 +300,11 @@ class Session:
         if getattr(self, "dut", None) is not None:
             self.dut.forget()
 
+    def dut_came_back(self) -> None:
+        """The DUT answers again after it stopped (reset, or back by itself):
+        what the run learned of it may be gone with its state."""
+        self._was_reset()
+
     def _wait_for_settle(self, ctx) -> None:
         """Wait out a timed state an earlier check left the DUT in (the DUT was
         not reset since), so that it does not decide this check's verdict."""
@@ -305,6 +317,18 @@ class Session:
             ctx.note(f"waiting {left:.1f} s before the first probe: {why}")
             ctx.measure("settle_wait_s", round(left, 1))
             ctx.wait(left)
+
+    def _require_reachable(self, ctx) -> None:
+        """Before the check's probes the DUT must answer; on a DUT the run does
+        not rebuild, one that stopped answering since the last part is given
+        the time to come back (core/liveness.py) before the part is judged."""
+        try:
+            ctx.require_reachable()
+        except BenchError:
+            if self.liveness is None:
+                raise
+            self.liveness.silent_before(ctx)
+            ctx.require_reachable()
 
     def _apply(self, fault) -> AppliedFault:
         self.lab.dut_faulted = True
@@ -371,10 +395,16 @@ class Session:
         bench_broke: str | None = None
         counters: dict | None = None
         why_skip = self.applicability(c, part)
+        interrupted = False
         if fault and not self.lab:
             raise UsageError("faults can only be applied to the embedded lab")
+        gone = self.liveness.before_part() if self.liveness is not None else None
         if why_skip:
             outcome = Outcome(Verdict.SKIP, why_skip)
+        elif self.absent:
+            outcome = Outcome(Verdict.ERROR, f"bench error: {self.absent}")
+        elif gone is not None:
+            outcome = gone  # the DUT stopped answering earlier in the run and did not come back
         elif self.open_error:
             outcome = Outcome(Verdict.ERROR, self.open_error)
         else:
@@ -398,7 +428,7 @@ class Session:
                 if not self.lab:
                     ctx.make_room_first()
                 if c.liveness:
-                    ctx.require_reachable()
+                    self._require_reachable(ctx)
                 outcome = c.func(ctx)
                 if not isinstance(outcome, Outcome):
                     raise TypeError(f"check {c.id} returned {type(outcome).__name__}, not an Outcome")
@@ -409,6 +439,7 @@ class Session:
             except BenchError as exc:
                 outcome = Outcome(Verdict.ERROR, f"bench error: {exc}")
             except KeyboardInterrupt:
+                interrupted = True
                 raise
             except V6GateError as exc:
                 outcome = Outcome(Verdict.ERROR, f"bench error: {exc}")
@@ -421,6 +452,8 @@ class Session:
                     self.capture.end()
                 if ctx:
                     ctx.cleanup()
+                    if self.liveness is not None and not interrupted:
+                        outcome = self.liveness.after_part(ctx, result_key(c.id, part.letter), outcome)
                 if counters is not None:
                     bench_broke = self._bench_broke(counters, self._bench_counters())
                 if self._applied:
