@@ -6,6 +6,7 @@ certificates the lab's strongSwan and the tester both use."""
 from __future__ import annotations
 
 import datetime
+import hashlib
 import ipaddress
 
 from cryptography import x509
@@ -45,6 +46,17 @@ def peer_public_key(msg: Message, trust: list[bytes]):
             continue
     raise ProtocolError(f"the peer's certificate {ee.subject.rfc4514_string()} (issuer "
                         f"{ee.issuer.rfc4514_string()}) is not issued by a trusted CA")
+
+
+def certreq_data(trust: list[bytes]) -> bytes:
+    """A CERTREQ's Certification Authority field (RFC 7296 §3.7): the SHA-1 hashes of the trusted CAs'
+    SubjectPublicKeyInfo, concatenated."""
+    out = b""
+    for der in trust:
+        spki = x509.load_der_x509_certificate(der).public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        out += hashlib.sha1(spki).digest()
+    return out
 
 
 def _name(cn: str) -> x509.Name:

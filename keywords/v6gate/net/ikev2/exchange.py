@@ -25,7 +25,7 @@ from scapy.packet import Raw
 
 from ..port import Frame, Port
 from . import codec
-from .const import IKE_PORT, NATT_PORT, Flag
+from .const import IKE_PORT, NATT_PORT, Exchange, Flag
 from .peer import IkePeer, ProtocolError, Result
 
 #: RFC 7296 §2.1 leaves the timer to the implementation; the tester retransmits this many times
@@ -174,8 +174,8 @@ class AutoAnswer:
             return
         data = got[0]
         h = codec.peek_header(data)
-        if h[3] & Flag.RESPONSE:
-            return
+        if h[3] & Flag.RESPONSE or h[2] not in (Exchange.CREATE_CHILD_SA, Exchange.INFORMATIONAL):
+            return  # IKE_SA_INIT and IKE_AUTH are the check's to answer (serve_init, serve_auth)
         with self.channel.lock:
             ike = next((s for s in [self.peer.ike, *self.peer.old_ikes] if s.spi_i == h[0] and s.spi_r == h[1]),
                        None)
@@ -199,3 +199,97 @@ class AutoAnswer:
             yield
         finally:
             self.enabled = was
+
+
+class NoAnswer(Exception):
+    """The peer did not answer a request (after the retransmissions): what was asked, for how long."""
+
+
+def initiate(ch: Channel, peer: IkePeer, within: float, *, rounds: int = 3, retransmits: int = RETRANSMITS,
+             **sa_init) -> tuple[Result, list[Result]]:
+    """IKE_SA_INIT as initiator until it ends (a COOKIE or INVALID_KE_PAYLOAD answer asks for another round):
+    the last result and every earlier one.  NoAnswer when the peer stays silent."""
+    earlier: list[Result] = []
+    for _ in range(rounds):
+        with ch.lock:
+            req = peer.sa_init(**sa_init)
+        dg = ch.request(req, within=within, retransmits=retransmits)
+        if dg is None:
+            raise NoAnswer(f"no IKE_SA_INIT response within {within:g} s and {retransmits} retransmissions")
+        with ch.lock:
+            res = peer.take_sa_init(dg.data)
+        if res.kind not in ("cookie", "invalid_ke"):
+            if res.ok and peer.nat_detected:
+                ch.use_natt()
+            return res, earlier
+        earlier.append(res)
+        sa_init.pop("group", None)  # INVALID_KE_PAYLOAD named the group to use now
+    return res, earlier
+
+
+def authenticate(ch: Channel, peer: IkePeer, within: float, *, retransmits: int = RETRANSMITS, **auth) -> Result:
+    """IKE_AUTH as initiator (after ``initiate``)."""
+    with ch.lock:
+        req = peer.auth(**auth)
+    dg = ch.request(req, within=within, retransmits=retransmits)
+    if dg is None:
+        raise NoAnswer(f"no IKE_AUTH response within {within:g} s and {retransmits} retransmissions")
+    with ch.lock:
+        return peer.take_auth(dg.data)
+
+
+def ask(ch: Channel, peer: IkePeer, build, within: float, *, retransmits: int = RETRANSMITS) -> Result:
+    """A request on the established IKE SA (``build(peer)`` returns its octets) and its response."""
+    with ch.lock:
+        req = build(peer)
+    dg = ch.request(req, within=within, retransmits=retransmits)
+    if dg is None:
+        with ch.lock:
+            what = peer.pending.what if peer.pending else "request"
+        raise NoAnswer(f"no response to the {what} within {within:g} s and {retransmits} retransmissions")
+    with ch.lock:
+        return peer.take_response(dg.data)
+
+
+def serve_init(ch: Channel, peer: IkePeer, within: float, since: float, *, rounds: int = 3,
+               **answer) -> tuple[Result, list[Result], list[Datagram]]:
+    """IKE_SA_INIT as responder: answer the peer's requests (demanding a COOKIE or a group as ``answer`` says)
+    until one is accepted; (the last result, earlier ones, every request seen).  NoAnswer when none comes."""
+    earlier: list[Result] = []
+    seen: list[Datagram] = []
+    answered: dict[bytes, bytes] = {}
+    while len(earlier) < rounds:
+        dg = ch.wait(within, since=since, exchange=Exchange.IKE_SA_INIT, response=False)
+        if dg is None:
+            raise NoAnswer(f"no IKE_SA_INIT request within {within:g} s"
+                           + (f" after the answer to the previous one ({earlier[-1].detail})" if earlier else ""))
+        since = dg.time + 1e-6
+        if dg.data in answered:  # the peer's retransmission of a request already answered: the same answer (§2.1)
+            ch.send(answered[dg.data], "the same IKE_SA_INIT response again (the request was retransmitted)",
+                    dport=dg.sport)
+            continue
+        seen.append(dg)
+        with ch.lock:
+            out, res = peer.answer_sa_init(dg.data, **answer)
+        if out is not None:
+            ch.send(out, f"IKE_SA_INIT response ({res.kind}: {res.detail})", dport=dg.sport)
+            answered[dg.data] = out
+        if res.ok:
+            if peer.nat_detected:
+                ch.use_natt()
+            return res, earlier, seen
+        earlier.append(res)
+        if res.kind not in ("cookie", "invalid_ke"):
+            return res, earlier, seen
+    return res, earlier, seen
+
+
+def serve_auth(ch: Channel, peer: IkePeer, within: float, since: float, **answer) -> tuple[Result, Datagram]:
+    """IKE_AUTH as responder."""
+    dg = ch.wait(within, since=since, exchange=Exchange.IKE_AUTH, response=False)
+    if dg is None:
+        raise NoAnswer(f"no IKE_AUTH request within {within:g} s after the IKE_SA_INIT response")
+    with ch.lock:
+        out, res = peer.answer_auth(dg.data, **answer)
+    ch.send(out, f"IKE_AUTH response ({res.detail})", dport=dg.sport)
+    return res, dg

@@ -281,6 +281,9 @@ class IkePeer:
         payloads: list[Payload] = [idi]
         if self.cfg.cert is not None and psk is None and self.cfg.private_key is not None:
             payloads.append(Cert(4, self.cfg.cert))
+        if self.cfg.trust:  # CERTREQ: the peer is to send its certificate (§3.7)
+            from .certs import certreq_data
+            payloads.append(Cert(4, certreq_data(self.cfg.trust), request=True))
         if initial_contact:
             payloads.append(Notification(Notify.INITIAL_CONTACT))
         if self.cfg.remote_id is not None:
@@ -423,6 +426,9 @@ class IkePeer:
         payloads += [Notification(Notify.NAT_DETECTION_SOURCE_IP, src_hash),
                      Notification(Notify.NAT_DETECTION_DESTINATION_IP,
                                   nat_hash(self.spi_i, self.spi_r, self.cfg.remote_addr, self.cfg.remote_port))]
+        if self.cfg.trust:
+            from .certs import certreq_data
+            payloads.append(Cert(4, certreq_data(self.cfg.trust), request=True))
         gir = self.dh.shared(ke.data)
         out = Message(self.spi_i, self.spi_r, Exchange.IKE_SA_INIT, Flag.RESPONSE, 0, payloads).encode()
         self.init_response = out
