@@ -2,8 +2,8 @@
 reader sees inside the SK payloads and the ESP packets.
 
 Two files next to the pcap, in the formats of Wireshark's
-``ikev2_decryption_table`` and ``esp_sa`` UAT files (those strongSwan's
-save-keys plugin writes; Debian 12 does not ship that plugin):
+``ikev2_decryption_table`` and ``esp_sa`` UAT files (as strongSwan's
+save-keys plugin writes them, which Debian 12 does not ship; AES-GCM ESP as Wireshark 4.0 names it):
 
     tshark -r CHECK.pcapng -o "uat:ikev2_decryption_table:$(head -1 CHECK.ikev2_decryption_table)" ...
 
@@ -35,8 +35,8 @@ IKE_INTEG = {Integ.HMAC_MD5_96: "HMAC_MD5_96 [RFC2403]", Integ.HMAC_SHA1_96: "HM
              Integ.HMAC_SHA2_384_192: "HMAC_SHA2_384_192 [RFC4868]",
              Integ.HMAC_SHA2_512_256: "HMAC_SHA2_512_256 [RFC4868]", None: "NONE [RFC4306]"}
 ESP_ENCR = {Encr.NULL: "NULL", Encr.TRIPLE_DES: "TripleDes-CBC [RFC2451]", Encr.AES_CBC: "AES-CBC [RFC3602]",
-            Encr.AES_CTR: "AES-CTR [RFC3686]", Encr.AES_GCM_8: "AES-GCM [RFC4106]",
-            Encr.AES_GCM_12: "AES-GCM [RFC4106]", Encr.AES_GCM_16: "AES-GCM [RFC4106]"}
+            Encr.AES_CTR: "AES-CTR [RFC3686]", Encr.AES_GCM_8: "AES-GCM with 8 octet ICV [RFC4106]",
+            Encr.AES_GCM_12: "AES-GCM with 12 octet ICV [RFC4106]", Encr.AES_GCM_16: "AES-GCM with 16 octet ICV [RFC4106]"}
 ESP_INTEG = {Integ.HMAC_SHA1_96: "HMAC-SHA-1-96 [RFC2404]", Integ.HMAC_MD5_96: "HMAC-MD5-96 [RFC2403]",
              Integ.HMAC_SHA2_256_128: "HMAC-SHA-256-128 [RFC4868]",
              Integ.HMAC_SHA2_384_192: "HMAC-SHA-384-192 [RFC4868]",
