@@ -229,7 +229,6 @@ def test_vm_target_stops_with_the_dut_and_the_lab():
     gone, with its TAP, after a DUT rebuild and after the lab's teardown; it writes only in
     the lab's work directory."""
     from v6gate.lab import daemon_leftovers as hostpaths
-    from v6gate.lab.services.vm_target import VmTarget
 
     files_before = hostpaths.daemon_files()
     lab = Lab(run_id="vmt")
@@ -244,11 +243,11 @@ def test_vm_target_stops_with_the_dut_and_the_lab():
         assert (rc, out.split()) == (0, ["2001:db8:1::4420", "ipv6"]), (rc, out)
         rc, out = svc.exec("cat /proc/fs/nfsd/portlist /proc/fs/nfsd/threads")
         assert (rc, out.split()) == (0, ["tcp", "2049", "tcp", "2049", "2"]), (rc, out)  # knfsd: IPv4 and IPv6 sockets
-        taps = run(["ip", "-o", "link", "show", VmTarget.tap], ns=lab.switch_ns, check=False)
+        taps = run(["ip", "-o", "link", "show", svc.tap], ns=lab.switch_ns, check=False)
         assert "master br-" in taps.stdout, taps.stdout + taps.stderr
         lab.reset_dut()  # the plain DUT: the VM stops and its TAP goes
         assert not _alive(pids[0]), "the VM target outlived the DUT rebuild"
-        gone = run(["ip", "link", "show", VmTarget.tap], ns=lab.switch_ns, check=False)
+        gone = run(["ip", "link", "show", svc.tap], ns=lab.switch_ns, check=False)
         assert gone.returncode != 0, gone.stdout
         lab.reset_dut(config="storage-vm")
         pids.append(lab.service("vm-target").daemons[0].pid)

@@ -1,5 +1,5 @@
 """NVMe/TCP host framing (net/nvme_tcp.py), the Discovery Log Page judgement
-(checks/storage/nvme.py) and the NVMe target VM's initramfs writer: pure logic;
+(checks/storage/nvme.py): pure logic;
 the controller side of the framing tests is a socketpair fed with the PDUs a
 controller sends."""
 
@@ -10,7 +10,6 @@ import threading
 import pytest
 
 from v6gate.checks.storage.nvme import judge_log_entries
-from v6gate.lab.services.vm_target import _cpio_newc
 from v6gate.net import nvme_tcp as N
 
 
@@ -143,24 +142,6 @@ def test_data_outside_the_buffer_is_refused():
     h = _host([_c2h(1, 1000, bytes(100))])
     with pytest.raises(N.NvmeError, match="does not fit"):
         h.get_log(N.LOG_DISCOVERY, 1024)
-
-
-def test_cpio_newc_archive_reads_back():
-    arc = _cpio_newc([("bin", 0o40755, b""), ("bin/x", 0o100755, b"abc"), ("init", 0o100755, b"#!/bin/sh\n")])
-    found, off = [], 0
-    while True:
-        assert arc[off:off + 6] == b"070701"
-        fields = [int(arc[off + 6 + 8 * i:off + 14 + 8 * i], 16) for i in range(13)]
-        namesize, filesize = fields[11], fields[6]
-        name = arc[off + 110:off + 110 + namesize - 1].decode()
-        off = (off + 110 + namesize + 3) & ~3
-        data = arc[off:off + filesize]
-        off = (off + filesize + 3) & ~3
-        if name == "TRAILER!!!":
-            break
-        found.append((name, fields[1], data))
-    assert found == [("bin", 0o40755, b""), ("bin/x", 0o100755, b"abc"), ("init", 0o100755, b"#!/bin/sh\n")]
-    assert off == len(arc)
 
 
 def test_console_exec_reads_between_its_markers(tmp_path):

@@ -332,9 +332,18 @@ class Session:
 
     def _apply(self, fault) -> AppliedFault:
         self.lab.dut_faulted = True
+        if self.lab.stand_in is not None:
+            return self.lab.stand_in.apply_fault(fault)
         addrs = {"mac": self.target.dut_mac, "link_local": self.dut.link_local,
                  "addresses": [self.dut.link_local, *self._safe_addresses()], "prefix": str(self.target.link_prefix)}
         return apply_fault(self.lab, fault, addrs)
+
+    def _probed(self) -> tuple:
+        """(target, control, DutView) of the DUT the check probes: the device
+        standing in for the lab's DUT under the check's DUT configuration
+        (lab/stand_in.py), else the target's own."""
+        stand_in = self.lab.stand_in if self.lab else None
+        return stand_in.view(self) if stand_in is not None else (self.target, self.control, self.dut)
 
     def restart_dut(self) -> float:
         """Reboot the DUT in the middle of a check, so that its start-up is on
@@ -422,8 +431,9 @@ class Session:
                 counters = {**self._bench_counters(), "capture": (0, None)}  # a broken capture stays broken
                 self.capture.begin(pcap)
                 evidence["pcap"] = shown(pcap)
-                ctx = CheckContext(check=c, part=part, port=self.port, target=self.target,
-                                   control=self.control, dut=self.dut, session=self)
+                target, control, dut = self._probed()
+                ctx = CheckContext(check=c, part=part, port=self.port, target=target, control=control, dut=dut,
+                                   session=self)
                 self._wait_for_settle(ctx)
                 if not self.lab:
                     ctx.make_room_first()

@@ -80,8 +80,8 @@ class Impostor:
 
     def _on_frame(self, port: Port, frame: Frame) -> None:
         for reply in self.rule(frame.pkt, self.dut, **self.params) or ():
+            self.answers += 1  # before the send: the check may read the count as soon as its answer arrives
             port.send(reply)
-            self.answers += 1
 
     def send(self, frames) -> None:
         """Send ``frames`` now (from a rule's timer); nothing once stopped."""

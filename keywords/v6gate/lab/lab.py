@@ -26,7 +26,7 @@ from pathlib import Path
 from ..errors import BenchError, LabError
 from ..paths import STATE_DIR
 from ..util.proc import ip_batch, need, run
-from . import registry
+from . import registry, stand_in
 from .services import build as build_service
 from .topology import Topology, load_topology
 
@@ -66,6 +66,8 @@ class Lab:
         #: True while the DUT restarts as a reboot (reset_dut(keep_state=True)): DUT-side services
         #: keep what a device keeps in stable storage (leases, identifiers); False: a fresh DUT
         self.keep_dut_state = False
+        #: the device standing in for the DUT under the current DUT configuration (lab/stand_in.py), or None
+        self.stand_in = None
 
     # -- names --------------------------------------------------------------
     def ns(self, node: str) -> str:
@@ -96,6 +98,8 @@ class Lab:
     # -- lifecycle ----------------------------------------------------------
     def _register(self) -> None:
         procs = [rec for svcs in self.services.values() for s in svcs for rec in s.records()]
+        if self.stand_in is not None:
+            procs += self.stand_in.records()
         registry.register(self.lab_id, {
             "lab_id": self.lab_id,
             "standalone": self.keep,
@@ -168,6 +172,9 @@ class Lab:
                 with contextlib.suppress(Exception):
                     s.stop()
         self.services = {}
+        if self.stand_in is not None:
+            self.stand_in.stop()
+            self.stand_in = None
         namespaces = [n for n in self.namespaces() if os.path.exists(f"/run/netns/{n}")]
         registry.kill_ns_processes(namespaces, grace_s=1.0)
         registry.delete_namespaces(namespaces)
@@ -331,6 +338,8 @@ class Lab:
     def wait_dut_ready(self, timeout: float = 15.0, want_global: bool | None = None) -> float:
         """Wait until the DUT's link-local (and, when the lab router advertises,
         its global address) has finished DAD.  Returns the seconds waited."""
+        if self.stand_in is not None:
+            return 0.0  # the device in the DUT's place was ready when it was prepared (lab/stand_in.py)
         ready = {**self.dut_node.ready, **self._dut_config(self.dut_config)["ready"]}
         prefix = ready.get("global_prefix")
         if want_global is None:
@@ -382,6 +391,7 @@ class Lab:
             self._start_services(name, cfg["services"])
         finally:
             self.keep_dut_state = False
+        stand_in.settle(self, cfg.get("stand_in"))  # a device in the DUT's place, or none (lab/stand_in.py)
         self._register()
         self.dut_faulted = bool(boot_sysctl)
         if wait:
@@ -390,7 +400,7 @@ class Lab:
 
     def _dut_config(self, name: str | None) -> dict:
         if not name:
-            return {"sysctl": {}, "neigh": {}, "services": [], "ready": {}}
+            return {"sysctl": {}, "neigh": {}, "services": [], "ready": {}, "stand_in": None}
         configs = self.dut_node.configs
         if name not in configs:
             raise LabError(f"the topology {self.topology.path} has no DUT configuration {name!r}; "

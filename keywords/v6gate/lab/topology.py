@@ -97,13 +97,18 @@ def load_topology(path: str | Path | None = None) -> Topology:
         configs = {}
         for cname, cspec in (spec.get("configs") or {}).items():
             cspec = cspec or {}
-            unknown = set(cspec) - {"description", "sysctl", "neigh", "services", "ready"}
+            unknown = set(cspec) - {"description", "sysctl", "neigh", "services", "ready", "stand_in"}
             if unknown:
                 raise _bad(path, f"nodes.{name}.configs.{cname}", f"unknown keys {sorted(unknown)}",
-                           "use description, sysctl, neigh, services, ready")
+                           "use description, sysctl, neigh, services, ready, stand_in")
+            si = cspec.get("stand_in")
+            if si is not None and (not isinstance(si, dict) or "name" not in si):
+                raise _bad(path, f"nodes.{name}.configs.{cname}.stand_in", "needs a service 'name'",
+                           "name the service of the device that stands in for the DUT (keywords/v6gate/lab/stand_in.py)")
             configs[cname] = {"description": cspec.get("description", ""), "sysctl": dict(cspec.get("sysctl") or {}),
                               "neigh": dict(cspec.get("neigh") or {}),
-                              "services": list(cspec.get("services") or []), "ready": dict(cspec.get("ready") or {})}
+                              "services": list(cspec.get("services") or []), "ready": dict(cspec.get("ready") or {}),
+                              "stand_in": dict(si) if si else None}
         for svc in spec.get("services") or []:
             if not isinstance(svc, dict) or "name" not in svc:
                 raise _bad(path, f"nodes.{name}.services", "each service needs a 'name'", "see fixtures/lab/topology.yaml")
