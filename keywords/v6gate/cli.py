@@ -319,6 +319,7 @@ def _write_lab_target(lab, args) -> Path:
     doc["waiver_files"] = [str((base_path.parent / w).resolve()) for w in doc.get("waiver_files", [])]
     doc["tester"] = {**doc.get("tester", {}), **over["tester"]}
     doc["link"] = {**doc.get("link", {}), **over.get("link", {})}
+    doc["extensions"] = {**(doc.get("extensions") or {}), **over.get("extensions", {})}
     if args.tap:
         if args.dut_mac:
             doc["dut"]["mac"] = args.dut_mac

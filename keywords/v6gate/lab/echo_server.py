@@ -24,7 +24,8 @@ import sys
 #: kernel), Hdr Ext Len 0, then one PadN option of 4 octets (RFC 8200 §4.2)
 #: padding it to 8.  PadN carries no meaning, so every stack accepts it.
 DSTOPTS = bytes([0, 0, 1, 4, 0, 0, 0, 0])
-#: how long one echo may wait for the peer's window before it is given up
+#: how long one echo may wait for the peer's window before it is given up (``--send-timeout``: area plpmtud
+#: waits out a black-holed path's recovery, which takes Linux's PLPMTUD about 6 s)
 SEND_TIMEOUT_S = 5.0
 
 
@@ -103,12 +104,16 @@ def _conn_event(sel, conn: socket.socket, role: str, pending: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global SEND_TIMEOUT_S
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tcp-echo", type=int, default=0)
     ap.add_argument("--udp-echo", type=int, default=0)
     ap.add_argument("--discard", type=int, default=0)
     ap.add_argument("--tcp-echo-dstopts", type=int, default=0)
-    serve(ap.parse_args(argv))
+    ap.add_argument("--send-timeout", type=float, default=SEND_TIMEOUT_S)
+    args = ap.parse_args(argv)
+    SEND_TIMEOUT_S = args.send_timeout
+    serve(args)
     return 0
 
 

@@ -247,18 +247,16 @@ class Lab:
         nodes other than the DUT; the DUT's are settled by reset_dut."""
         self.wanted = set(wanted)
         changed = False
-        for node, svcs in self.services.items():
-            if node == self.dut_node.name:
-                continue
-            for svc in svcs:
-                if not svc.spec.get("optional"):
-                    continue
-                if svc.sid in self.wanted and not svc.running():
-                    svc.start()
-                    changed = True
-                elif svc.sid not in self.wanted and svc.running():
-                    svc.stop()
-                    changed = True
+        optional = [svc for node, svcs in self.services.items() if node != self.dut_node.name
+                    for svc in svcs if svc.spec.get("optional")]
+        for svc in optional:  # stopped first: two services may share a node's address (far-path's variants)
+            if svc.sid not in self.wanted and svc.running():
+                svc.stop()
+                changed = True
+        for svc in optional:
+            if svc.sid in self.wanted and not svc.running():
+                svc.start()
+                changed = True
         if changed:
             self._register()
 
@@ -422,6 +420,9 @@ class Lab:
             iface = next(iter(self.dut_node.ifaces.values()))
             over["dut"] = {"mac": iface.mac}
             over["control"] = {"adapter": "netns", "netns": self.dut_ns, "interface": iface.ifname}
+        far = next((s for svcs in self.services.values() for s in svcs if s.kind == "far-path"), None)
+        if far is not None:  # area plpmtud: the client behind the lab's narrower path
+            over["extensions"] = {"plpmtud": {"client": {"netns": self.ns(far.node), "address": far.address}}}
         return over
 
     def describe(self) -> dict:

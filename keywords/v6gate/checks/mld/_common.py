@@ -105,3 +105,13 @@ def _current_state_for(group: str):
     return lambda p: is_v2_report(p) and any(r.rtype in (1, 2) and P.same_address(r.group, group)
                                              for r in v2_records(p))
 
+
+
+def fails(t, problem: str):
+    """The verdict when what the DUT did (or did not do) is itself the problem: FAIL, the problem as seen."""
+    return t.conclude(problem, [problem])
+
+
+def holds(t, seen: str):
+    """PASS with ``seen`` (nothing wrong found)."""
+    return t.conclude(seen, [])

@@ -39,7 +39,7 @@ from ...net.mld import (
     mld_query,
     records_for,
 )
-from ._common import _querier, _slack
+from ._common import _querier, _slack, fails, holds
 
 QUERY_MRD_MS = 1000  # the Maximum Response Delay of the tester's MLDv2 Queries here
 LATE_FACTOR = 10  # how many Unsolicited Report Intervals the retransmission checks wait for a late one
@@ -195,7 +195,7 @@ def filter_change_is_reported_per_table_1(t):
         window = t.reply_timeout + _slack(t)
         frame = t.port.expect(t.from_dut(_state_change_for(f.group)), window, since=since)
         if frame is None:
-            return t.failed(f"no MLDv2 State-Change Report for {f.group} within {window:.2f} s of the change from "
+            return fails(t, f"no MLDv2 State-Change Report for {f.group} within {window:.2f} s of the change from "
                             f"{before} to {after}")
         mine = records_for(frame.pkt, f.group)
         problems = _compare(_by_type(r for r in mine if r.rtype in STATE_CHANGE), _expected(t.p.records, f), f.group)
@@ -287,12 +287,12 @@ def state_change_report_is_retransmitted(t):
         late = [g for g in gaps if g > bound]
         if late:
             t.measure("gaps_s", all_gaps)
-            return t.failed(f"trial {trial}: retransmission(s) {late} s after the previous one, later than the "
+            return fails(t, f"trial {trial}: retransmission(s) {late} s after the previous one, later than the "
                             f"Unsolicited Report Interval ({uri:g} s + {_slack(t):.2f} s slack); gaps so far "
                             f"{all_gaps} s")
         t.wait(_settle_s(t))  # the leave's own State-Change Reports pass before the next trial
     t.measure("gaps_s", all_gaps)
-    return t.passed(f"{trials} joins: every retransmission within {bound:.2f} s of the previous (gaps {all_gaps} s)")
+    return holds(t, f"{trials} joins: every retransmission within {bound:.2f} s of the previous (gaps {all_gaps} s)")
 
 
 def _same_records(frames, group: str) -> list[str]:
@@ -347,7 +347,7 @@ def current_state_records_carry_the_filter(t):
         since = _query(t, f, specific=t.p.specific)
         frame = _answer(t, f, since)
         if frame is None:
-            return t.failed(f"no MLDv2 Report with a current-state record for {f.group} ({f.describe()}) within "
+            return fails(t, f"no MLDv2 Report with a current-state record for {f.group} ({f.describe()}) within "
                             f"{QUERY_MRD_MS / 1000 + _slack(t):.2f} s of the Query")
         mine = records_for(frame.pkt, f.group)
         problems = _compare(_by_type(r for r in mine if r.rtype in CURRENT_STATE), _expected(t.p.records, f), f.group)
@@ -393,21 +393,21 @@ def source_specific_query_is_answered_per_table_3(t):
         frame = _answer(t, f, since)
         if t.p.answer is None:
             if frame is not None:
-                return t.failed(f"{f.describe()}, queried {queried}: answered with "
+                return fails(t, f"{f.describe()}, queried {queried}: answered with "
                                 f"{', '.join(r.describe() for r in records_for(frame.pkt, f.group))} "
                                 f"{frame.time - since:.3f} s after the Query, although the resulting record is empty")
             # no vacuous PASS: a query for a source the DUT does want is answered
             since2 = _query(t, f, specific=True, source_idx=t.p.then)
             answer = _answer(t, f, since2)
             if answer is None:
-                return t.failed(f"{f.describe()}: no Report for a query for {queried} (right), but none either "
+                return fails(t, f"{f.describe()}: no Report for a query for {queried} (right), but none either "
                                 f"within {window:.2f} s for sources {{{', '.join(f.named(t.p.then))}}}, which it "
                                 f"receives: the DUT ignores source-specific queries, so the silence proves nothing")
-            return t.passed(f"{f.describe()}, queried {queried}: no Report within {window:.2f} s; queried "
+            return holds(t, f"{f.describe()}, queried {queried}: no Report within {window:.2f} s; queried "
                             f"{{{', '.join(f.named(t.p.then))}}}: answered {answer.time - since2:.3f} s later with "
                             f"{', '.join(r.describe() for r in records_for(answer.pkt, f.group))}")
         if frame is None:
-            return t.failed(f"{f.describe()}, queried {queried}: no MLDv2 Report with a current-state record for "
+            return fails(t, f"{f.describe()}, queried {queried}: no MLDv2 Report with a current-state record for "
                             f"{f.group} within {window:.2f} s")
         mine = records_for(frame.pkt, f.group)
         problems = _compare(_by_type(r for r in mine if r.rtype in CURRENT_STATE),

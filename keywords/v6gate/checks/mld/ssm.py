@@ -20,7 +20,7 @@ from ...net.mld import (
     records_for,
     reports_group,
 )
-from ._common import _group, _querier, _slack
+from ._common import _group, _querier, _slack, fails
 from .source_filtering import QUERY_MRD_MS, Filter, _answer, _query, _settle_s, _state_change_for
 
 EXCLUDE_MODE = (MODE_IS_EXCLUDE, CHANGE_TO_EXCLUDE)
@@ -61,7 +61,7 @@ def ssm_channel_is_joined_and_left(t):
         joined = t.port.expect(t.from_dut(_state_change_for(f.group)), window, since=since)
         if step == "join":
             if joined is None:
-                return t.failed(f"no MLDv2 State-Change Report for the SSM group {f.group} within {window:.2f} s of "
+                return fails(t, f"no MLDv2 State-Change Report for the SSM group {f.group} within {window:.2f} s of "
                                 f"joining the channel ({f.sources[0]}, {f.group})")
             mine = records_for(joined.pkt, f.group)
             problems = _exclude_records(joined, f.group)
@@ -79,7 +79,7 @@ def ssm_channel_is_joined_and_left(t):
             q = _query(t, f, specific=True, source_idx=(0,))
             answer = _answer(t, f, q)
             if answer is None:
-                return t.failed(f"no answer for ({f.sources[0]}, {f.group}) within "
+                return fails(t, f"no answer for ({f.sources[0]}, {f.group}) within "
                                 f"{QUERY_MRD_MS / 1000 + _slack(t):.2f} s of the router's source-specific Query")
             mine = records_for(answer.pkt, f.group)
             problems = _exclude_records(answer, f.group)
@@ -92,7 +92,7 @@ def ssm_channel_is_joined_and_left(t):
         since = f.set(None)
         left = t.port.expect(t.from_dut(_state_change_for(f.group)), window, since=since)
         if left is None:
-            return t.failed(f"no MLDv2 State-Change Report for {f.group} within {window:.2f} s of leaving the "
+            return fails(t, f"no MLDv2 State-Change Report for {f.group} within {window:.2f} s of leaving the "
                             f"channel ({f.sources[0]}, {f.group})")
         mine = records_for(left.pkt, f.group)
         problems = []
@@ -114,7 +114,7 @@ def ssm_channel_is_joined_and_left(t):
         alive = t.port.expect(t.from_dut(lambda p: reports_group(p, _group(t))), QUERY_MRD_MS / 1000 + _slack(t),
                               since=general)
         if alive is None and not problems:
-            return t.failed(f"left ({f.sources[0]}, {f.group}) with BLOCK {{{f.sources[0]}}}, but then answered no "
+            return fails(t, f"left ({f.sources[0]}, {f.group}) with BLOCK {{{f.sources[0]}}}, but then answered no "
                             f"General Query either (no Report for {_group(t)}): the silence for {f.group} proves "
                             "nothing")
         return t.conclude(f"left: State-Change Report {left.time - since:.3f} s later with "

@@ -43,6 +43,8 @@ class EchoServices(Service):
         for key in ("tcp_echo", "udp_echo", "discard", "tcp_echo_dstopts"):
             if p.get(key):
                 argv += [f"--{key.replace('_', '-')}", str(int(p[key]))]
+        if p.get("send_timeout_s"):
+            argv += ["--send-timeout", str(float(p["send_timeout_s"]))]
         d = Daemon("echo-services", argv, self.ns, self.lab.workdir / f"{self.node}-{self.sid}.log")
         self.daemons = [d.start()]
         d.check_running(0.05)

@@ -1,0 +1,163 @@
+"""Path MTU when ICMPv6 is blocked: Packetization Layer Path MTU Discovery
+(RFC 4821) for TCP, and the default PMTU method the node requirements ask
+for (draft-ietf-6man-rfc8504-bis, "Path MTU Discovery and Packet Size").
+
+The DUT sends: a node behind a path narrower than the DUT's link (1280
+octets past the first router, the links themselves 1500) sends 1 MiB to the
+DUT's TCP echo service (RFC 862) and reads it back, so the DUT's TCP must
+fit its segments to the path.  Where the path's router drops every Packet
+Too Big (a black hole, RFC 2923), only PLPMTUD gets the data through (RFC
+4821 §1: "... the sender ... must be able to detect and recover from black
+holes"); where the PTBs arrive, RFC 8201 does.  The node and its path come
+from the target (``extensions.plpmtud.client: {netns, address}``; the lab
+fills it in: its router and the ``far-path`` node, lab/services/farpath.py),
+the DUT's echo service from ``services:``.
+
+RFC 8899 (datagram PLPMTUD) is not judged here: see docs/plpmtud.md.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from scapy.layers.inet import TCP
+from scapy.layers.inet6 import ICMPv6PacketTooBig, IPv6
+
+from ..core.check import Part, check
+from ..core.context import NotApplicable
+from ..errors import BenchError, UsageError
+from ..util.proc import in_ns
+
+TRANSFER_OCTETS = 1 << 20  # 1 MiB
+DEFAULT_TIMEOUT_S = 30.0  # the time we state for it (RFC 4821 gives none); Linux's black-hole recovery: about 6.5 s
+PATH_MTU = 1280  # the narrower hop of the lab's path (and of the bench a target names, by contract)
+BULK_ECHO = Path(__file__).resolve().parent.parent / "net" / "bulk_echo.py"
+
+
+def settings(t) -> tuple[str | None, str, float]:
+    """(the client's namespace or None for this host, its address, the transfer's time limit)."""
+    ext = (t.target.extensions or {}).get("plpmtud") or {}
+    if not isinstance(ext, dict):
+        raise UsageError(f"{t.target.source}: extensions.plpmtud must be a mapping {{client: {{netns, address}}, "
+                         "transfer_timeout_s: S}")
+    client = ext.get("client")
+    if not isinstance(client, dict) or not client.get("address"):
+        raise NotApplicable("the target names no node behind a narrower, Packet-Too-Big-dropping path "
+                            "(extensions.plpmtud.client: {netns: NS or null, address: A}; the lab fills it in)")
+    try:
+        address = str(ipaddress.IPv6Address(str(client["address"])))
+    except ValueError:
+        raise UsageError(f"{t.target.source}: extensions.plpmtud.client.address must be an IPv6 address") from None
+    timeout = ext.get("transfer_timeout_s", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 600:
+        raise UsageError(f"{t.target.source}: extensions.plpmtud.transfer_timeout_s must be seconds in [1, 600]")
+    netns = client.get("netns")
+    if netns is not None and not isinstance(netns, str):
+        raise UsageError(f"{t.target.source}: extensions.plpmtud.client.netns must be a namespace name or null")
+    return netns, address, float(timeout)
+
+
+def echo_port(t) -> int:
+    for s in t.target.services:
+        if isinstance(s, dict) and s.get("name") == "echo" and s.get("proto", "tcp") == "tcp":
+            return int(s["port"])
+    raise NotApplicable("the target declares no TCP echo service (services: [{name: echo, port: 7, proto: tcp}]), "
+                        "which the bulk transfer from the DUT goes through")
+
+
+def transfer(netns: str | None, address: str, port: int, octets: int, timeout_s: float) -> dict:
+    """One bulk echo run from the client node (net/bulk_echo.py); its JSON answer."""
+    argv = in_ns(netns, [sys.executable, str(BULK_ECHO), address, str(port), str(octets), str(timeout_s)])
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s + 15)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"the bulk transfer client did not end {timeout_s + 15:g} s after it started") from None
+    try:
+        answer = json.loads(cp.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise BenchError(f"the bulk transfer client gave no answer (exit {cp.returncode}): "
+                         f"{cp.stderr.strip()[-300:]}") from None
+    if answer.get("error") and not answer.get("dut_fault"):
+        raise BenchError(f"the bulk transfer client: {answer['error']}")
+    return answer
+
+
+def _bulk(t, dut: str):
+    """Run the transfer and read the wire: (answer, segments above the path MTU, Packet Too Big seen)."""
+    netns, client, timeout = settings(t)
+    port = echo_port(t)
+    since = t.port.now()
+    t.note(f"{client} sends {TRANSFER_OCTETS} octets to the DUT's TCP echo [{dut}]:{port} and reads them back "
+           f"(at most {timeout:g} s)")
+    answer = transfer(netns, dut, port, TRANSFER_OCTETS, timeout)
+    t.wait(0.3)  # the last frames reach the capture
+    big = t.collect((lambda p: TCP in p and IPv6 in p and p[TCP].sport == port
+                               and len(p[IPv6]) > PATH_MTU), 0, since=since)
+    ptb = t.collect(lambda p: ICMPv6PacketTooBig in p and p[IPv6].dst == dut, 0, since=since, any_source=True)
+    t.measure("transfer_s", answer.get("seconds"))
+    t.measure("echoed_octets", answer.get("received"))
+    t.measure("segments_above_path_mtu", len(big))
+    t.measure("packet_too_big_seen", len(ptb))
+    return answer, big, ptb, timeout
+
+
+def _outcome(answer: dict, timeout: float) -> str:
+    if answer.get("complete"):
+        return f"{TRANSFER_OCTETS} octets echoed back in {answer['seconds']:.2f} s"
+    return (f"{answer.get('received', 0)} of {TRANSFER_OCTETS} octets echoed back within {timeout:g} s "
+            f"({answer.get('error')})")
+
+
+@check(area="plpmtud", title="A TCP transfer from the DUT completes over a path that drops Packet Too Big",
+       rfc="RFC 4821 §1, §3, §7.5; draft-ietf-6man-rfc8504-bis (Path MTU Discovery and Packet Size)",
+       capabilities=["PLPMTUD"], liveness="echo", needs=["lab_router"], fault="dut_tcp_without_plpmtud",
+       lab_services=["plpmtud-blackhole", "hub"], dut_config="plpmtud",
+       expect=f"1 MiB sent by the DUT's TCP (its echo service) to a node behind a {PATH_MTU}-octet hop whose router "
+              f"drops every Packet Too Big arrives whole within the stated time ({DEFAULT_TIMEOUT_S:g} s unless the "
+              "target states extensions.plpmtud.transfer_timeout_s): the DUT finds the path MTU by probing")
+def tcp_transfer_completes_when_ptb_is_dropped(t):
+    """'PLPMTUD ... does not rely on ICMP or other messages from the
+    network' and 'allows the Packetization Layer to ... recover from
+    black holes' (RFC 4821 §1, §3); a connection whose full-size segments
+    vanish must fall back to a smaller size (§7.5, black hole detection) and
+    so complete.  The node requirements name RFC 4821 as the method for
+    'paths where delivery of ICMPv6 messages to a host is not assured'."""
+    dut = t.dut.global_address()
+    answer, big, ptb, timeout = _bulk(t, dut)
+    if ptb:
+        raise BenchError(f"{len(ptb)} Packet Too Big reached the DUT: the path's router does not drop them, so this "
+                         "is not the black-holed path the check needs")
+    seen = (f"{_outcome(answer, timeout)}; the DUT sent {len(big)} segment(s) above {PATH_MTU} octets, which the "
+            f"path dropped without a Packet Too Big")
+    problems = [] if answer.get("complete") else [
+        f"the transfer did not complete over the black-holed path: {_outcome(answer, timeout)}; no recovery by "
+        "probing (PLPMTUD)"]
+    return t.conclude(seen, problems)
+
+
+@check(area="plpmtud", title="A PMTU discovery method works in the DUT's default configuration",
+       rfc="draft-ietf-6man-rfc8504-bis (Path MTU Discovery and Packet Size); RFC 8201 §4; RFC 4821 §1",
+       capabilities=["PMTUD"], liveness="echo", needs=["lab_router"], fault="dut_without_pmtu_discovery_by_default",
+       lab_services=["plpmtud-ptb", "hub"], dut_config="plpmtud-default",
+       parts=[Part("ptb_delivered", "path narrower than the link, Packet Too Big delivered")],
+       expect=f"with its default settings, the DUT's 1 MiB over a path with a {PATH_MTU}-octet hop (whose router "
+              "sends Packet Too Big) arrives whole within the stated time: a PMTU method (RFC 8201, or PLPMTUD) is "
+              "on by default")
+def pmtu_method_is_enabled_by_default(t):
+    """The node requirements make a Path MTU Discovery method enabled by
+    default a MUST (draft-ietf-6man-rfc8504-bis; RFC 8504 §5.7.1 had
+    'SHOULD be supported'): a DUT as shipped must get full-size data over a
+    path narrower than its link, by RFC 8201 ('nodes ... MUST ... reduce
+    the size of the packets they send along the path', §4) or by PLPMTUD."""
+    dut = t.dut.global_address()
+    answer, big, ptb, timeout = _bulk(t, dut)
+    seen = (f"{_outcome(answer, timeout)}; the DUT sent {len(big)} segment(s) above {PATH_MTU} octets and was sent "
+            f"{len(ptb)} Packet Too Big")
+    problems = [] if answer.get("complete") else [
+        f"the transfer did not complete in the DUT's default configuration: {_outcome(answer, timeout)}"
+        + ("; the Packet Too Big it was sent changed nothing" if ptb else "")]
+    return t.conclude(seen, problems)

@@ -1,0 +1,83 @@
+"""A node one router hop from the DUT behind a narrower path (area plpmtud).
+
+``far-path``: the node's interface gets ``ipv6`` and a default route via the
+lab router, which gets ``router_ipv6`` on the node's link and forwards to it
+with a locked route MTU of ``mtu`` (1280): the DUT's packets above it are
+not forwarded.  A locked MTU is what makes a route's MTU count for
+forwarded packets (``ip6_dst_mtu_maybe_forward``); the links themselves stay
+at 1500, so the node's own MSS (1440) invites full-size segments.
+
+* ``drop_ptb: true``: the router's Packet Too Big messages are dropped on its
+  output (nftables, with a counter): a black hole (RFC 2923, RFC 4821 §1),
+  which only Packetization Layer PMTUD gets through;
+* ``drop_ptb: false``: they reach the DUT (RFC 8201 works).
+
+Stopping it removes the router's address, route and rule and the node's
+address.  The node's TCP client is ``net/bulk_echo.py`` (run by the checks
+and the gate in the node's namespace, named by the target's
+``extensions.plpmtud.client``, which the lab fills in).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ...util.proc import ip_batch, run
+from . import Service, service
+
+NFT_TABLE = "v6gate_plpmtud"
+
+
+@service("far-path")
+class FarPath(Service):
+    defaults = {"ipv6": "2001:db8:3::c/64", "router_ipv6": "2001:db8:3::1/64", "mtu": 1280, "drop_ptb": True,
+                "router": "router"}
+
+    def __init__(self, lab, node, spec):
+        super().__init__(lab, node, spec)
+        self._on = False
+
+    def _router(self) -> tuple[str, str]:
+        rnode = self.params["router"]
+        return self.lab.ns(rnode), self.lab.topology.nodes[rnode].ifaces[self.spec.get("iface")].ifname
+
+    def start(self) -> None:
+        ifname, p = self.ifname(), self.params
+        rns, rif = self._router()
+        run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=0", f"net.ipv6.conf.{ifname}.disable_ipv6=0",
+             f"net.ipv6.conf.{ifname}.accept_dad=0", f"net.ipv6.conf.{ifname}.accept_ra=0"],
+            ns=self.ns, what="far-path sysctls")
+        self._on = True
+        gateway = p["router_ipv6"].split("/")[0]
+        ip_batch([f"addr add {p['ipv6']} dev {ifname} nodad", f"route add default via {gateway} dev {ifname}"],
+                 self.ns, what="far-path node")
+        net = ipaddress.IPv6Interface(p["router_ipv6"]).network
+        ip_batch([f"addr add {p['router_ipv6']} dev {rif} nodad",
+                  f"route replace {net} dev {rif} metric 256 mtu lock {int(p['mtu'])}"], rns,
+                 what="far-path router side")
+        if p["drop_ptb"]:
+            rules = (f"table inet {NFT_TABLE} {{\n  chain ptb_drop {{ type filter hook output priority 0; policy accept;\n"
+                     "    icmpv6 type packet-too-big counter drop\n  }\n}\n")
+            run(["nft", "-f", "-"], ns=rns, input=rules, what="far-path: drop the router's Packet Too Big")
+
+    def stop(self) -> None:
+        if not self._on:
+            return
+        ifname, p = self.ifname(), self.params
+        rns, rif = self._router()
+        try:
+            if p["drop_ptb"]:
+                run(["nft", "delete", "table", "inet", NFT_TABLE], ns=rns, check=False, what="far-path nft")
+            ip_batch([f"addr del {p['router_ipv6']} dev {rif}"], rns, what="far-path router side")
+            ip_batch([f"addr flush dev {ifname}"], self.ns, what="far-path node")
+            run(["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1", "net.ipv6.conf.all.disable_ipv6=1"],
+                ns=self.ns, what="far-path sysctls")
+        finally:
+            self._on = False
+
+    def running(self) -> bool:
+        return self._on
+
+    @property
+    def address(self) -> str:
+        return self.params["ipv6"].split("/")[0]
