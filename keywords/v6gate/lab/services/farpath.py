@@ -31,7 +31,7 @@ NFT_TABLE = "v6gate_plpmtud"
 @service("far-path")
 class FarPath(Service):
     defaults = {"ipv6": "2001:db8:3::c/64", "router_ipv6": "2001:db8:3::1/64", "mtu": 1280, "drop_ptb": True,
-                "router": "router"}
+                "lock_mtu": True, "router": "router"}
 
     def __init__(self, lab, node, spec):
         super().__init__(lab, node, spec)
@@ -53,7 +53,8 @@ class FarPath(Service):
                  self.ns, what="far-path node")
         net = ipaddress.IPv6Interface(p["router_ipv6"]).network
         ip_batch([f"addr add {p['router_ipv6']} dev {rif} nodad",
-                  f"route replace {net} dev {rif} metric 256 mtu lock {int(p['mtu'])}"], rns,
+                  f"route replace {net} dev {rif} metric 256 mtu {'lock ' if p['lock_mtu'] else ''}{int(p['mtu'])}"],
+                 rns,
                  what="far-path router side")
         if p["drop_ptb"]:
             rules = (f"table inet {NFT_TABLE} {{\n  chain ptb_drop {{ type filter hook output priority 0; policy accept;\n"

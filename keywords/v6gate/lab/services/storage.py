@@ -31,10 +31,11 @@ import time
 
 from ...errors import LabError
 from ...paths import ROOT
-from ...util.proc import ip_batch, run
+from ...util.proc import run
 from ..daemon import Daemon
 from ..hostpaths import PrivatePaths
 from . import Service, service
+from .farpath import FarPath
 from .perf import PerfPeer
 
 #: host directories samba writes besides /run/samba, hidden behind a tmpfs in its private mount namespace
@@ -196,58 +197,15 @@ class StorageClient(PerfPeer):
 
 
 @service("storage-far-client")
-class StorageFarClient(Service):
+class StorageFarClient(FarPath):
     """A storage client one router hop away behind a lower-MTU path: the lab
     router gets an address on the client's link (``router_ipv6``) and its
     route to the client's prefix carries MTU ``mtu`` (the links stay at
-    their MTU, so nothing is lost without a Packet Too Big): the DUT's
-    full-size packets toward the client need Path MTU Discovery (RFC 8201).
-    Stopping it removes the router's address (and so the route)."""
+    their MTU, so nothing is lost without a Packet Too Big).  The route's
+    MTU is not locked (``lock_mtu: false``), as it always was here; a locked
+    one is what makes the router refuse larger forwarded packets (see
+    lab/services/farpath.py).  Stopping it removes the router's address (and
+    so the route)."""
 
-    defaults = {"ipv6": "2001:db8:2::c/64", "router_ipv6": "2001:db8:2::1/64", "mtu": 1280, "router": "router"}
-
-    def __init__(self, lab, node, spec):
-        super().__init__(lab, node, spec)
-        self._on = False
-
-    def _router(self) -> tuple[str, str]:
-        link = self.spec.get("iface")
-        rnode = self.params["router"]
-        return self.lab.ns(rnode), self.lab.topology.nodes[rnode].ifaces[link].ifname
-
-    def start(self) -> None:
-        ifname, p = self.ifname(), self.params
-        rns, rif = self._router()
-        gateway = p["router_ipv6"].split("/")[0]
-        run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=0", f"net.ipv6.conf.{ifname}.disable_ipv6=0",
-             f"net.ipv6.conf.{ifname}.accept_dad=0", f"net.ipv6.conf.{ifname}.accept_ra=0"],
-            ns=self.ns, what="storage-far-client sysctls")
-        self._on = True
-        ip_batch([f"addr add {p['ipv6']} dev {ifname} nodad", f"route add default via {gateway} dev {ifname}"],
-                 self.ns, what="storage-far-client")
-        import ipaddress
-
-        net = ipaddress.IPv6Interface(p["router_ipv6"]).network
-        ip_batch([f"addr add {p['router_ipv6']} dev {rif} nodad",
-                  f"route replace {net} dev {rif} metric 256 mtu {p['mtu']}"], rns,
-                 what="storage-far-client router side")
-
-    def stop(self) -> None:
-        if not self._on:
-            return
-        ifname, p = self.ifname(), self.params
-        rns, rif = self._router()
-        try:
-            ip_batch([f"addr del {p['router_ipv6']} dev {rif}"], rns, what="storage-far-client router side")
-            ip_batch([f"addr flush dev {ifname}"], self.ns, what="storage-far-client")
-            run(["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1", "net.ipv6.conf.all.disable_ipv6=1"],
-                ns=self.ns, what="storage-far-client sysctls")
-        finally:
-            self._on = False
-
-    def running(self) -> bool:
-        return self._on
-
-    @property
-    def address(self) -> str:
-        return self.params["ipv6"].split("/")[0]
+    defaults = {"ipv6": "2001:db8:2::c/64", "router_ipv6": "2001:db8:2::1/64", "mtu": 1280, "router": "router",
+                "lock_mtu": False, "drop_ptb": False}
