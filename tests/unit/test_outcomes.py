@@ -234,3 +234,41 @@ def test_pytest_shows_not_judged_as_its_own_category_and_never_a_pass():
     # an INCONCLUSIVE gate is not "not judged", although its traceback quotes _raise_for's source
     assert plug.pytest_report_teststatus(report("v6gate.pytest_plugin.V6GateInconclusive: expected ... "
                                                 "raise V6GateNotJudged(result.reason)"), None) is None
+
+
+def _ctx(check_id="nd.some_check"):
+    from types import SimpleNamespace
+
+    from v6gate.core.context import CheckContext
+
+    ctx = CheckContext.__new__(CheckContext)
+    ctx.check = SimpleNamespace(id=check_id)
+    ctx.measurements, ctx.timeline, ctx.t0 = {}, [], 0.0
+    ctx.dut_sent = ["NS for TN1 at +0.010 s"]
+    ctx.port = SimpleNamespace(now=lambda: 1.0)
+    return ctx
+
+
+def test_a_deviation_is_the_checks_fail_the_step_named():
+    from v6gate.core.session import _deviated
+    from v6gate.core.verdict import Deviation
+
+    o = _deviated(_ctx(), Deviation("no Echo Reply within 1 s"))
+    assert o.verdict == Verdict.FAIL and o.seen == "no Echo Reply within 1 s"
+    assert o.problems == ["no Echo Reply within 1 s"] and o.dut_sent == ["NS for TN1 at +0.010 s"]
+    assert reason_for(o, "an Echo Reply").startswith("no Echo Reply within 1 s — expected an Echo Reply")
+    # judged by this very check: still its FAIL
+    own = _deviated(_ctx(), Deviation("setup: no NS", name="nce:TN1", judged_by="nd.some_check#A"))
+    assert own.verdict == Verdict.FAIL and own.seen == "setup: no NS"
+
+
+def test_a_deviation_judged_by_another_check_is_not_judged():
+    from v6gate.core.session import _deviated
+    from v6gate.core.verdict import Deviation
+
+    ctx = _ctx()
+    o = _deviated(ctx, Deviation("setup: no NS for TN1", name="nce:TN1", judged_by="nd.other_check#A"))
+    assert o.verdict == Verdict.NOT_JUDGED
+    assert o.precondition == {"name": "nce:TN1", "judged_by": "nd.other_check#A", "detail": "setup: no NS for TN1"}
+    assert ctx.timeline and "precondition nce:TN1 not reached" in ctx.timeline[-1][1]
+    assert _deviated(None, Deviation("x")).verdict == Verdict.ERROR

@@ -64,7 +64,7 @@ def expect_echo_reply(t, probes, request: Packet, *, what: str = "Echo Reply", w
     requester (``to``) and, when ``size`` is given, of that IPv6 length."""
     frame = t.expect_reply(probes, M.echo_reply_to(request), what=what, within=within)
     if frame is None:
-        return t.failed(f"no {what} within {within or t.reply_timeout:g} s", [f"no {what}"])
+        return t.conclude(f"no {what} within {within or t.reply_timeout:g} s", [f"no {what}"])
     problems, seen = judge_echo_reply(t, frame, request, to=to, size=size)
     return t.conclude(seen, problems)
 
@@ -130,7 +130,7 @@ def expect_error(t, probes, *, src: str, type_: int, code, invoking_: bytes | li
         if reply:
             problems.append(f"the DUT answered with an Echo Reply instead ({reply[0].summary()})")
         seen = f"no {name} within {window:g} s" + ("" if sent else "; the DUT sent nothing")
-        return t.failed(seen, problems)
+        return t.conclude(seen, problems)
     t.note(f"received {frame.summary()} (+{frame.time - since:.3f} s)")
     err = icmperr.parse(frame.pkt)
     problems = icmperr.problems(err, type_=type_, code=code, invoking=invoking_, field=field,

@@ -20,6 +20,7 @@ from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
 from ..core.check import Part, check
 from ..core.ledger import ADDRESS_LEASE_S
 from ..core.setup import JUDGED_BY
+from ..core.verdict import Deviation
 from ..net import match as M
 from ..net import packets as P
 from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
@@ -84,14 +85,16 @@ def stable_iid_is_stable_per_prefix(t):
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     first, _ = _addresses_in(t, prefix)
     if not first:
-        return t.failed(f"no address formed from {prefix}")
+        raise Deviation(f"no address formed from {prefix}")
     t.restart_dut()
     t.wait(float(t.retrans_timer) + 0.5)
     second, _ = _addresses_in(t, prefix)
     if not second:
-        return t.failed(f"no address formed from {prefix} after the restart")
+        raise Deviation(f"no address formed from {prefix} after the restart")
     detail = f"in {prefix}: {first} before the restart, {second} after"
-    return t.verdict(set(first) == set(second), detail)
+    if set(first) != set(second):
+        raise Deviation(detail)
+    return t.conclude(detail, [])
 
 
 @check(area="addrarch", title="Stable IID: different identifiers in different prefixes",
@@ -106,10 +109,12 @@ def stable_iids_differ_across_prefixes(t):
     a1, _ = _addresses_in(t, p1)
     a2, _ = _addresses_in(t, p2)
     if not a1 or not a2:
-        return t.failed(f"addresses formed: {p1}: {a1}, {p2}: {a2}")
+        raise Deviation(f"addresses formed: {p1}: {a1}, {p2}: {a2}")
     shared = {f"{_iid(x):016x}" for x in a1} & {f"{_iid(y):016x}" for y in a2}
     detail = f"{p1}: {a1}; {p2}: {a2}"
-    return t.failed(f"{detail}: the same interface identifier {sorted(shared)} in both") if shared else t.passed(detail)
+    if shared:
+        raise Deviation(f"{detail}: the same interface identifier {sorted(shared)} in both")
+    return t.conclude(detail, [])
 
 
 @check(area="addrarch", title="Stable IID: no interface identifier derived from the MAC",
@@ -124,7 +129,7 @@ def stable_iid_is_not_derived_from_mac(t):
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     glob, _ = _addresses_in(t, prefix)
     if ll is None or not glob:
-        return t.failed(f"link-local address {ll or 'not found'}, addresses in {prefix}: {glob or 'none'}")
+        raise Deviation(f"link-local address {ll or 'not found'}, addresses in {prefix}: {glob or 'none'}")
     problems = [f"{a}: {why}" for a in (ll, *glob) if (why := _mac_derived(t, a))]
     detail = f"link-local {ll}, global {glob}, MAC {t.dut.mac}"
     return t.conclude(detail, problems)
@@ -158,7 +163,7 @@ def temporary_address_is_formed(t):
     found, _ = _addresses_in(t, prefix)
     public, temporary = _split_temporary(t, found)
     if not temporary:
-        return t.failed(f"addresses probed in {prefix}: {found}; no temporary address besides the public {public}")
+        raise Deviation(f"addresses probed in {prefix}: {found}; no temporary address besides the public {public}")
     problems = [f"{a}: {why}" for a in temporary if (why := _mac_derived(t, a))]
     detail = f"in {prefix}: public {public}, temporary {temporary}"
     return t.conclude(detail, problems)
@@ -198,8 +203,11 @@ def temporary_address_is_preferred(t):
     dst = P.address_in(fresh_prefix(avoid=t.target.link_prefix), P.random_iid())
     src, seen = _originated_source(t, dst)
     if src is None:
-        return t.failed(seen)
-    return t.verdict(src in temporary, f"{seen}; public {public}, temporary {temporary}")
+        raise Deviation(seen)
+    seen = f"{seen}; public {public}, temporary {temporary}"
+    if src not in temporary:
+        raise Deviation(seen)
+    return t.conclude(seen, [])
 
 
 # -- RFC 6724: default source address selection ------------------------------------------------------
@@ -256,8 +264,10 @@ def source_address_selection(t):
         why = f"destination {dst} inside {p2}; addresses {a1} and {a2}"
     src, seen = _originated_source(t, dst)
     if src is None:
-        return t.failed(seen)
-    return t.verdict(src in a2, f"{seen} ({why})")
+        raise Deviation(seen)
+    if src not in a2:
+        raise Deviation(f"{seen} ({why})")
+    return t.conclude(f"{seen} ({why})", [])
 
 
 
@@ -285,14 +295,14 @@ def no_temporary_address_without_autonomous_flag(t):
               for net in (slaac, managed)}
     public, temporary = _split_temporary(t, formed[slaac])
     if not temporary:
-        return t.failed(f"no temporary address in the A=1 prefix {slaac} either (probed {formed[slaac]}): the "
-                        "DUT formed none at all, so the A=0 rule cannot be judged")
+        raise Deviation(f"no temporary address in the A=1 prefix {slaac} either (probed {formed[slaac]}): the "
+                         "DUT formed none at all, so the A=0 rule cannot be judged")
     seen = f"A=1 {slaac}: public {public}, temporary {temporary}; A=0 {managed}: {formed[managed] or 'nothing'}"
     if formed[managed]:
         _, temp_managed = _split_temporary(t, formed[managed])
-        return t.failed(f"the DUT formed {formed[managed]} in the A=0 prefix {managed}"
-                        f"{' (temporary: ' + ', '.join(temp_managed) + ')' if temp_managed else ''}: {seen}")
-    return t.passed(seen)
+        raise Deviation(f"the DUT formed {formed[managed]} in the A=0 prefix {managed}"
+                         f"{' (temporary: ' + ', '.join(temp_managed) + ')' if temp_managed else ''}: {seen}")
+    return t.conclude(seen, [])
 
 
 # -- RFC 8981 §3.4: a new temporary address before the current one deprecates ------------------------
@@ -343,8 +353,8 @@ def temporary_address_is_regenerated_in_advance(t):
     found, since = _addresses_in(t, prefix)
     _public, temporary = _split_temporary(t, found)
     if not temporary:
-        return t.failed(f"no temporary address in {prefix} to begin with (probed {found}): regeneration cannot be "
-                        "judged")
+        raise Deviation(f"no temporary address in {prefix} to begin with (probed {found}): regeneration cannot be "
+                         "judged")
     probes = t.collect(lambda p: is_dad_ns_for(p, prefix), 0, since=since)
     first = next(f for f in probes if f.pkt[ICMPv6ND_NS].tgt in temporary)
     earliest = first.time + temp_pref - max_desync - regen_advance - REGEN_SLACK_S
@@ -356,13 +366,13 @@ def temporary_address_is_regenerated_in_advance(t):
     new = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix) and p[ICMPv6ND_NS].tgt not in known),
                         max(0.0, latest - t.port.now()), since=first.time + 0.001)
     if new is None:
-        return t.failed(f"no new temporary address in {prefix} within TEMP_PREFERRED_LIFETIME ({temp_pref:g} s) of "
-                        f"the first ({first.pkt[ICMPv6ND_NS].tgt}): it deprecates with no successor")
+        raise Deviation(f"no new temporary address in {prefix} within TEMP_PREFERRED_LIFETIME ({temp_pref:g} s) of "
+                         f"the first ({first.pkt[ICMPv6ND_NS].tgt}): it deprecates with no successor")
     after = new.time - first.time
     t.measure("regenerated_after_s", round(after, 3))
     seen = (f"new temporary {new.pkt[ICMPv6ND_NS].tgt} probed {after:.2f} s after the first "
             f"({first.pkt[ICMPv6ND_NS].tgt}), {temp_pref - after:.2f} s before it deprecates")
     if new.time < earliest:
-        return t.failed(f"{seen}: sooner than TEMP_PREFERRED_LIFETIME - MAX_DESYNC_FACTOR - REGEN_ADVANCE "
-                        f"({earliest - first.time + REGEN_SLACK_S:.2f} s, less {REGEN_SLACK_S:g} s slack)")
-    return t.passed(seen)
+        raise Deviation(f"{seen}: sooner than TEMP_PREFERRED_LIFETIME - MAX_DESYNC_FACTOR - REGEN_ADVANCE "
+                         f"({earliest - first.time + REGEN_SLACK_S:.2f} s, less {REGEN_SLACK_S:g} s slack)")
+    return t.conclude(seen, [])

@@ -21,6 +21,7 @@ from scapy.layers.inet6 import (
 from scapy.packet import Raw
 
 from ..core.check import Part, check
+from ..core.verdict import Deviation
 from ..net import exthdr as X
 from ..net import frag as F
 from ..net import icmperr
@@ -110,7 +111,7 @@ def echo_request_is_answered(t):
 
     reply = t.expect_reply(request, M.echo_reply_to(request), what="Echo Reply")
     if reply is None:
-        return t.failed(f"no Echo Reply to {dst} within {t.reply_timeout:g} s")
+        raise Deviation(f"no Echo Reply to {dst} within {t.reply_timeout:g} s")
     ip, echo = reply.pkt[IPv6], reply.pkt[ICMPv6EchoReply]
     problems = []
     if bytes(echo.data) != data:
@@ -158,7 +159,7 @@ def echo_request_is_transmitted(t):
     else:
         t.control.check_exit(proc)
     if frame is None:
-        return t.failed(f"no Echo Request to {tn1.link_local} within {t.reply_timeout + 2:g} s of the ping command")
+        raise Deviation(f"no Echo Request to {tn1.link_local} within {t.reply_timeout + 2:g} s of the ping command")
     pkt = frame.pkt
     ip, req = pkt[IPv6], pkt[ICMPv6EchoRequest]
     recomputed = IPv6(bytes(ip))
@@ -411,7 +412,7 @@ def error_messages_fit_the_minimum_mtu(t):
                        t.reply_timeout, since=since)
     if not errors:
         t.record_dut_sent(since, what=icmperr.NAMES[type_], invoking=[inv])
-        return t.failed(f"no {icmperr.NAMES[type_]} within {t.reply_timeout:g} s", [f"no {icmperr.NAMES[type_]}"])
+        return t.conclude(f"no {icmperr.NAMES[type_]} within {t.reply_timeout:g} s", [f"no {icmperr.NAMES[type_]}"])
     problems, seen = [], []
     for f in errors:
         e = icmperr.parse(f.pkt)
@@ -452,10 +453,10 @@ def error_messages_are_rate_limited(t):
     t.measure("errors", len(errors))
     seen = f"{len(errors)} Destination Unreachable for {RATE_LIMIT_BURST} datagrams sent in {burst * 1000:.1f} ms"
     if not errors:
-        return t.failed(seen + ": the DUT sent no error at all, so its rate limit cannot be seen")
+        raise Deviation(seen + ": the DUT sent no error at all, so its rate limit cannot be seen")
     if len(errors) >= RATE_LIMIT_BURST:
-        return t.failed(seen + ": every datagram got its error, no rate limit")
-    return t.passed(seen)
+        raise Deviation(seen + ": every datagram got its error, no rate limit")
+    return t.conclude(seen, [])
 
 
 @check(

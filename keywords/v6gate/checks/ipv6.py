@@ -18,7 +18,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from ..core.check import Part, check
-from ..core.verdict import Verdict
+from ..core.verdict import Deviation, Verdict
 from ..net import exthdr as X
 from ..net import frag as F
 from ..net import icmperr
@@ -175,7 +175,7 @@ def _each_unassigned_next_header(t, head, pointer: int):
             return t.conclude(f"Next Header {nh}: {out.seen}",
                               [f"Next Header {nh}: {p}" for p in (out.problems or [out.seen])])
         seen.append(f"{nh}: {out.seen.split(' from ')[0]}")
-    return t.passed("; ".join(seen))
+    return t.conclude("; ".join(seen), [])
 
 
 @check(
@@ -786,7 +786,7 @@ def first_fragment_without_the_whole_header_chain_is_reported(t):
     answers = t.collect(M.all_of(M.ipv6_to(tn1.link_local), lambda p: ICMPv6EchoReply in p or TCP in p),
                         0, since=t.t0)
     if answers:
-        return t.failed(f"{out.seen}; and the packet was processed: {answers[0].summary()}")
+        raise Deviation(f"{out.seen}; and the packet was processed: {answers[0].summary()}")
     return out
 
 
@@ -847,9 +847,9 @@ def atomic_fragments_are_processed_in_isolation(t):
     second = expect_echo_reply(t, tail, pending_req, to=tn1.link_local,
                                what="Echo Reply to the pending packet")
     if second.verdict != Verdict.PASS:
-        return t.failed(f"atomic fragment answered ({out.seen}), but the pending packet sharing its "
-                        f"Identification did not complete: {second.seen}")
-    return t.passed(f"atomic fragment: {out.seen}; pending packet: {second.seen}")
+        raise Deviation(f"atomic fragment answered ({out.seen}), but the pending packet sharing its "
+                         f"Identification did not complete: {second.seen}")
+    return t.conclude(f"atomic fragment: {out.seen}; pending packet: {second.seen}", [])
 
 
 @check(
@@ -880,7 +880,7 @@ def the_dut_never_sends_atomic_fragments(t):
     probe = t.to_dut(tn1, dst) / big
     first = t.expect_reply(probe, M.echo_reply_to(probe), what=f"Echo Reply ({link_mtu} octets)")
     if first is None:
-        return t.failed(f"no Echo Reply to a {link_mtu}-octet Echo Request before the Packet Too Big")
+        raise Deviation(f"no Echo Reply to a {link_mtu}-octet Echo Request before the Packet Too Big")
     ptb = (Ether(src=tn1.mac, dst=t.dut.mac) / IPv6(src=src, dst=dst) / ICMPv6PacketTooBig(mtu=t.p.mtu)
            / Raw(bytes(first.pkt[IPv6])[:X.IPV6_MIN_MTU - 48]))
     since = t.port.now()
@@ -896,12 +896,12 @@ def the_dut_never_sends_atomic_fragments(t):
     seen = (f"{len(replies)} Echo Reply packets after the PTB, sizes "
             f"{', '.join(str(F.ipv6_length(f.pkt)) for f in replies)}")
     if atomic:
-        return t.failed(f"{seen}; atomic fragment: {atomic[0].summary()}")
+        raise Deviation(f"{seen}; atomic fragment: {atomic[0].summary()}")
     if len(replies) < len(sizes):
-        return t.failed(f"{seen}; expected at least {len(sizes)} (the DUT did not answer every request)")
+        raise Deviation(f"{seen}; expected at least {len(sizes)} (the DUT did not answer every request)")
     if t.p.mtu < X.IPV6_MIN_MTU and any(F.is_fragment(f.pkt) for f in replies):
-        return t.failed(f"{seen}; it fragmented after a PTB below 1280, which it must discard (RFC 8201 §4)")
-    return t.passed(seen + "; none carries a Fragment header with offset 0 and M=0")
+        raise Deviation(f"{seen}; it fragmented after a PTB below 1280, which it must discard (RFC 8201 §4)")
+    return t.conclude(seen + "; none carries a Fragment header with offset 0 and M=0", [])
 
 
 # -- RFC 9673: Hop-by-Hop Options processing at the destination host ------------------------------

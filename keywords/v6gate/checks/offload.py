@@ -25,6 +25,7 @@ from scapy.layers.l2 import Ether
 from ..core.check import Part, check
 from ..core.context import NotApplicable
 from ..core.control import NotSupported
+from ..core.verdict import Deviation
 from ..errors import BenchError
 from ..net import frag as F
 from ..net import offload as O
@@ -197,14 +198,14 @@ def wrong_checksum_is_not_delivered(t):
     good, what_good = delivered(t, tn, dst, t.p.proto, port, t.p.ext, "good", "right-checksum", ipv4)
     behind = "over IPv4" if ipv4 else f"behind {O.EXTENSIONS[t.p.ext]}"
     if bad:
-        return t.failed(f"a {t.p.proto.upper()} probe with a wrong checksum {behind} was delivered: the DUT "
-                        f"answered with {what_bad}" + (f" (the valid probe drew {what_good})" if good else ""))
+        raise Deviation(f"a {t.p.proto.upper()} probe with a wrong checksum {behind} was delivered: the DUT "
+                         f"answered with {what_bad}" + (f" (the valid probe drew {what_good})" if good else ""))
     if not good:
-        return t.failed(f"the valid {t.p.proto.upper()} probe {behind} (right checksum) was not delivered "
-                        f"either: nothing within {t.reply_timeout:g} s, so the silence to the wrong one proves "
-                        "nothing")
-    return t.passed(f"nothing within {t.silence:g} s for the wrong checksum; the right one drew {what_good} "
-                    f"({behind})")
+        raise Deviation(f"the valid {t.p.proto.upper()} probe {behind} (right checksum) was not delivered "
+                         f"either: nothing within {t.reply_timeout:g} s, so the silence to the wrong one proves "
+                         "nothing")
+    return t.conclude(f"nothing within {t.silence:g} s for the wrong checksum; the right one drew {what_good} "
+                       f"({behind})", [])
 
 
 @offload_check(
@@ -230,12 +231,12 @@ def zero_udp_checksum_is_discarded(t):
     zero, what_zero = delivered(t, tn, dst, "udp", port, t.p.ext, "zero", "zero-checksum")
     good, what_good = delivered(t, tn, dst, "udp", port, t.p.ext, "good", "right-checksum")
     if zero:
-        return t.failed(f"a UDP datagram with checksum 0 ({O.EXTENSIONS[t.p.ext]}) was delivered: the DUT answered "
-                        f"with {what_zero}")
+        raise Deviation(f"a UDP datagram with checksum 0 ({O.EXTENSIONS[t.p.ext]}) was delivered: the DUT answered "
+                         f"with {what_zero}")
     if not good:
-        return t.failed(f"the same datagram with its checksum was not echoed either within {t.reply_timeout:g} s, "
-                        "so the silence to the zero checksum proves nothing")
-    return t.passed(f"nothing within {t.silence:g} s for checksum 0; the valid datagram drew {what_good}")
+        raise Deviation(f"the same datagram with its checksum was not echoed either within {t.reply_timeout:g} s, "
+                         "so the silence to the zero checksum proves nothing")
+    return t.conclude(f"nothing within {t.silence:g} s for checksum 0; the valid datagram drew {what_good}", [])
 
 
 # =====================================================================================================
@@ -397,8 +398,8 @@ def transmitted_segments_are_correct(t):
     mss, pmtu = t.p.mss, t.p.pmtu
     st, sent, took = _stream(t, port, mss, pmtu)
     if st is None:
-        return t.failed(f"no SYN-ACK from port {port} within {t.reply_timeout:g} s: the DUT's {t.p.service} service "
-                        "does not accept a connection, so its segments cannot be judged")
+        raise Deviation(f"no SYN-ACK from port {port} within {t.reply_timeout:g} s: the DUT's {t.p.service} service "
+                         "does not accept a connection, so its segments cannot be judged")
     got = st.received()
     problems, figures = _judge_segments(st, mss=mss, pmtu=pmtu, dstopts=bool(t.p.__dict__.get("dstopts")))
     t.measure("segments", figures)
@@ -414,8 +415,8 @@ def transmitted_segments_are_correct(t):
         seen += (f"; a new flow label only on a timeout retransmission ({figures['relabelled_at_retransmission'][0]}: "
                  "the stack re-hashed to try another path, not a segmentation fault)")
     if problems:
-        return t.failed("; ".join(problems) + f" ({seen})")
-    return t.passed(seen)
+        raise Deviation("; ".join(problems) + f" ({seen})")
+    return t.conclude(seen, [])
 
 
 # =====================================================================================================
@@ -489,8 +490,8 @@ def coalesced_segments_reach_the_application_intact(t):
     port = echo_port(t, "tcp")
     st = _connect(t, port, 1440)
     if st is None:
-        return t.failed(f"no SYN-ACK from the echo port {port} within {t.reply_timeout:g} s: the DUT's echo service "
-                        "does not accept a connection, so what it delivers cannot be judged")
+        raise Deviation(f"no SYN-ACK from the echo port {port} within {t.reply_timeout:g} s: the DUT's echo service "
+                         "does not accept a connection, so what it delivers cannot be judged")
     data = O.payload(f"coalesce-{t.p.mode}", COALESCE_SEGMENTS * COALESCE_OCTETS)
     frames = _coalescing_frames(st, data, t.p.mode)
     took = _await_echo(t, st, frames, len(data))
@@ -504,7 +505,7 @@ def coalesced_segments_reach_the_application_intact(t):
         lead = (f"the echoed stream differs from what was sent at octet {first} (segment {first // COALESCE_OCTETS + 1})"
                 if first < len(got) else f"the echo stopped after {len(got)} octets: the rest never reached the "
                                          "application")
-        return t.failed("; ".join([lead, *problems]) + f" ({seen})")
+        raise Deviation("; ".join([lead, *problems]) + f" ({seen})")
     if problems:
-        return t.failed("; ".join(problems) + f" in the DUT's echo ({seen})")
-    return t.passed(f"{seen}, identical to what was sent; {figures['data_segments']} echo segments all correct")
+        raise Deviation("; ".join(problems) + f" in the DUT's echo ({seen})")
+    return t.conclude(f"{seen}, identical to what was sent; {figures['data_segments']} echo segments all correct", [])

@@ -27,7 +27,7 @@ from scapy.packet import Packet, Raw
 from ..core.check import Part, check
 from ..core.context import NotApplicable
 from ..core.ledger import ADDRESS_LEASE_S
-from ..core.verdict import Outcome
+from ..core.verdict import Deviation
 from ..net import frag as F
 from ..net import match as M
 from ..net.exthdr import IPV6_MIN_MTU
@@ -339,7 +339,7 @@ def packet_too_big_never_increases_the_pmtu(t):
     request, reduced = _reply(t, peer, _link_mtu(t), 2)
     first = _judge(request, reduced, IPV6_MIN_MTU)
     if first:
-        return t.failed(f"the first Packet Too Big (1280) was not applied: {'; '.join(first)}")
+        raise Deviation(f"the first Packet Too Big (1280) was not applied: {'; '.join(first)}")
     t.send(_ptb(path, reduced[0], t.p.mtu), label=f"Packet Too Big (MTU {t.p.mtu})")
     _settle(t)
     p2, seen = _after_ptb(t, peer, IPV6_MIN_MTU, seqs=(3, 4))
@@ -441,7 +441,7 @@ def pmtu_is_not_raised_within_five_minutes(t):
         p = _judge(request, reply, IPV6_MIN_MTU)
         seen.append(f"+{elapsed:.0f}s {_sizes(reply) if reply else 'none'}")
         if p:
-            return t.failed(f"{'; '.join(seen)}: at {elapsed:.0f} s after the PTB: {'; '.join(p)}")
+            raise Deviation(f"{'; '.join(seen)}: at {elapsed:.0f} s after the PTB: {'; '.join(p)}")
         seq += 1
     t.measure("probes", len(marks))
     return t.conclude([f"{len(marks)} replies over {PMTU_INCREASE_MIN_S - margin:.0f} s: " + ", ".join(seen)],
@@ -464,15 +464,15 @@ def _originate(t, group: str, total: int) -> list[Packet]:
     return [f.pkt for f in t.collect(M.ipv6_to(group), 0, since=since)]
 
 
-def _first_to_group(t) -> Packet | Outcome:
+def _first_to_group(t) -> Packet:
     """The DUT's full-size Echo Request to the group, before any PTB (the
-    packet the PTB quotes), or a FAIL saying it sent none."""
+    packet the PTB quotes); none is the check's FAIL (Deviation)."""
     first = _originate(t, MULTICAST_GROUP, _link_mtu(t))
     whole = [p for p in first if F.ipv6_length(p) == _link_mtu(t)]
     if whole:
         return whole[0]
-    return t.failed(f"the DUT did not send a {_link_mtu(t)}-octet Echo Request to {MULTICAST_GROUP} before the Packet "
-                    f"Too Big (saw {_sizes(first) if first else 'nothing'})")
+    raise Deviation(f"the DUT did not send a {_link_mtu(t)}-octet Echo Request to {MULTICAST_GROUP} before the Packet "
+                     f"Too Big (saw {_sizes(first) if first else 'nothing'})")
 
 
 def _probe_multicast(t, group: str, pmtu: int) -> tuple[list[str], str]:
@@ -512,8 +512,6 @@ def packet_too_big_for_a_multicast_destination_is_honoured(t):
     representation."""
     path = become_router(t)
     whole = _first_to_group(t)
-    if isinstance(whole, Outcome):
-        return whole
     t.send(_ptb(path, whole, IPV6_MIN_MTU), label=f"Packet Too Big (MTU 1280) for {MULTICAST_GROUP}")
     _settle(t)
     problems, seen = _probe_multicast(t, MULTICAST_GROUP, IPV6_MIN_MTU)
@@ -540,14 +538,12 @@ def multicast_pmtu_is_the_smallest_reported(t):
     tr2 = t.node("TR2", router=True)
     tr2_addr = path.remote("TR2-FAR").global_addr
     whole = _first_to_group(t)
-    if isinstance(whole, Outcome):
-        return whole
     t.send(_ptb(path, whole, 1400), label="Packet Too Big (MTU 1400) from TR1")
     _settle(t)
     p1, seen1 = _probe_multicast(t, MULTICAST_GROUP, 1400)
     at_1400 = _originate(t, MULTICAST_GROUP, 1400)
     if not at_1400:
-        return t.failed(f"after TR1's PTB: {seen1}; no 1400-octet packet to quote for TR2's PTB")
+        raise Deviation(f"after TR1's PTB: {seen1}; no 1400-octet packet to quote for TR2's PTB")
     ptb2 = (Ether(src=tr2.mac, dst=t.dut.mac) / IPv6(src=tr2_addr, dst=path.dut) / ICMPv6PacketTooBig(mtu=1280)
             / Raw(bytes(at_1400[0][IPv6])[:IPV6_MIN_MTU - 48]))
     t.send(ptb2, label="Packet Too Big (MTU 1280) from TR2")

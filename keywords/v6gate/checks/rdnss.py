@@ -15,6 +15,7 @@ import subprocess
 from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
+from ..core.verdict import Deviation
 from ..net import packets as P
 from ..net.dns import Resolver, dnssl_option, rdnss_option
 from ..net.nd import fresh_prefix, prefix_option, router_advertisement
@@ -127,11 +128,13 @@ def advertised_resolver_is_used(t):
     finally:
         _teardown(t, resolver)
     if not asked:
-        return t.failed(f"no DNS query for {name} reached the advertised resolver {node.global_addr} within "
-                        f"{_use_window(t):g} s of lookups")
+        raise Deviation(f"no DNS query for {name} reached the advertised resolver {node.global_addr} within "
+                         f"{_use_window(t):g} s of lookups")
     q = asked[0]
     seen = f"query for {q.name} ({q.qtype}) from {q.src} to {q.dst}; the lookup returned {output or 'nothing'!r}"
-    return t.verdict(answer in output, seen)
+    if answer not in output:
+        raise Deviation(seen)
+    return t.conclude(seen, [])
 
 
 @check(area="rdnss", title="A resolver is no longer used once its lifetime ends", rfc="RFC 8106 §5.1, §5.2, §5.3.1",
@@ -180,10 +183,10 @@ def dns_options_expire(t):
     finally:
         _teardown(t, resolver)
     if later:
-        return t.failed(f"{when} the DUT still asked {later[0].dst} for {later[0].name}")
+        raise Deviation(f"{when} the DUT still asked {later[0].dst} for {later[0].name}")
     if not t.alive(method="echo"):
-        return t.failed(f"{when} no query for {name}, but the DUT stopped answering")
-    return t.passed(f"query for {name} at first ({first_at:.2f} s after the RA); {when} none")
+        raise Deviation(f"{when} no query for {name}, but the DUT stopped answering")
+    return t.conclude(f"query for {name} at first ({first_at:.2f} s after the RA); {when} none", [])
 
 
 @check(area="rdnss", title="The domains of a DNSSL option complete single-label names", rfc="RFC 8106 §5.2, §5.3.1",
@@ -205,10 +208,12 @@ def search_list_is_used(t):
         _teardown(t, resolver)
     others = sorted({q.name for q in resolver.queries})
     if not asked:
-        return t.failed(f"no query for {full} within {_use_window(t):g} s of looking up '{short}' (queries seen: "
-                        f"{others or 'none'})")
-    return t.verdict(answer in output, f"looking up '{short}' asked {asked[0].dst} for {asked[0].name}; the lookup "
-                                       f"returned {output or 'nothing'!r}")
+        raise Deviation(f"no query for {full} within {_use_window(t):g} s of looking up '{short}' (queries seen: "
+                         f"{others or 'none'})")
+    seen = f"looking up '{short}' asked {asked[0].dst} for {asked[0].name}; the lookup returned {output or 'nothing'!r}"
+    if answer not in output:
+        raise Deviation(seen)
+    return t.conclude(seen, [])
 
 
 # -- RFC 9463: Discovery of Network-designated Resolvers (DNR) in Router Advertisements ------------
@@ -268,4 +273,6 @@ def encrypted_resolver_is_used(t):
     seen = (f"{len(encrypted)} TCP segment(s) to port {port}"
             + (f", first {encrypted[0].time - since:.2f} s after the RA from {encrypted[0].pkt[IPv6].src}" if encrypted else "")
             + f"; {len(plain)} plain DNS message(s) to it")
-    return t.failed(f"{'; '.join(problems)} ({seen})") if problems else t.passed(seen)
+    if problems:
+        raise Deviation(f"{'; '.join(problems)} ({seen})")
+    return t.conclude(seen, [])

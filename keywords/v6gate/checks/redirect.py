@@ -22,11 +22,12 @@ from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
 from ..core.context import NotApplicable
+from ..core.verdict import Deviation
 from ..net import nce
 from ..net import packets as P
 from ..net.firsthop import FirstHop
 from ..net.mutate import break_one
-from ..net.nce import Deviation, Expect, Neighbour, judged
+from ..net.nce import Expect, Neighbour
 from ..net.nd import fresh_prefix, prefix_option
 from ..net.redirect import oversized_redirected, redirect, unrecognized_option, zero_length_option
 
@@ -135,7 +136,6 @@ def _options_parts(letters_globals, *, expect, fault):
            "answers TN1's next Echo Request directly to TN1's MAC (resolving TN1 first when there was no TLLA)",
     parts=_options_parts([False], expect=None, fault="dut_ignores_redirects"),
 )
-@judged
 def redirect_to_on_link_destination_is_followed(t):
     """'If the Target Address is the same as the ICMP Destination Address,
     the destination is on-link' ... 'the host MUST update its Destination
@@ -169,7 +169,6 @@ def redirect_to_on_link_destination_is_followed(t):
                     "answered directly"),
     ],
 )
-@judged
 def suspicious_on_link_redirect_is_followed(t):
     """Receivers MUST ignore options they do not recognize and continue
     processing (§4.6) and MUST ignore the Reserved field (§4.5); a Target
@@ -194,7 +193,6 @@ def suspicious_on_link_redirect_is_followed(t):
     expect="after a valid Redirect whose Target is TR2's link-local address, the DUT answers TN1 through TR2",
     parts=_options_parts([False, True], expect=None, fault="dut_ignores_redirects"),
 )
-@judged
 def redirect_to_alternate_router_is_followed(t):
     """'The Target Address ... is a better first hop ... MUST be a
     link-local address' when it is a router; the host updates its
@@ -222,7 +220,6 @@ def redirect_to_alternate_router_is_followed(t):
         Part("B", "Reserved Field is Non-zero", how="reserved"),
     ],
 )
-@judged
 def suspicious_alternate_router_redirect_is_followed(t):
     """An unrecognized option is skipped (RFC 4861 §4.6) and a non-zero
     Reserved field ignored (§4.5): the Redirect to TR2 is still followed."""
@@ -245,7 +242,6 @@ def suspicious_alternate_router_redirect_is_followed(t):
     expect="TR1 redirects TN1's traffic to TR2, then TR2 (now the first hop for TN1) redirects it to TR3: the DUT "
            "answers TN1 through TR2, then through TR3",
 )
-@judged
 def second_redirect_from_new_first_hop_is_followed(t):
     """A Redirect is valid only from 'the current first-hop router for the
     specified ICMP Destination Address' (RFC 4861 §8.1); after the first
@@ -256,7 +252,7 @@ def second_redirect_from_new_first_hop_is_followed(t):
     t.send(b.redirect(target=b.tr2.link_local), label="Redirect from TR1: use TR2")
     seen1, problems = b.answer_via(b.tr2)
     if problems:
-        return t.failed(f"after the first Redirect: {seen1}", problems)
+        return t.conclude(f"after the first Redirect: {seen1}", problems)
     t.send(b.redirect(target=tr3.link_local, sender=b.tr2), label="Redirect from TR2: use TR3")
     seen2, problems = b.answer_via(tr3)
     return t.conclude(f"after TR1's Redirect: {seen1}; after TR2's: {seen2}", problems)
@@ -279,7 +275,6 @@ def second_redirect_from_new_first_hop_is_followed(t):
         Part("C", "Source Link-layer Address Option", option="sllao"),
     ],
 )
-@judged
 def redirect_with_foreign_option_is_followed(t):
     """'Receivers MUST silently ignore any options they do not recognize
     and continue processing the message' and options a message type does
@@ -304,7 +299,6 @@ def redirect_with_foreign_option_is_followed(t):
     expect="a Redirect for a destination the DUT has not sent to yet creates a Destination Cache entry: its first "
            "answer to TN1 goes through TR2",
 )
-@judged
 def redirect_without_destination_cache_entry_is_followed(t):
     """'If no Destination Cache entry exists for the destination, an
     implementation SHOULD create such an entry' (RFC 4861 §8.3)."""
@@ -399,7 +393,6 @@ def _invalid_redirect(b: RedirectBench, how: str, *, target: str, tlla: str, des
     parts=_invalid_parts("TN1 is still answered through TR1",
                          {"multicast_destination": UNCONTROLLABLE_MULTICAST_DESTINATION}),
 )
-@judged
 def invalid_on_link_redirect_is_ignored(t):
     """'A host MUST silently discard any received Redirect message that does
     not satisfy all of the following validity checks' (RFC 4861 §8.1).  The
@@ -425,7 +418,6 @@ def invalid_on_link_redirect_is_ignored(t):
     parts=_invalid_parts("TN1 is still answered through TR1",
                          {"multicast_destination": UNCONTROLLABLE_MULTICAST_DESTINATION}),
 )
-@judged
 def invalid_alternate_router_redirect_is_ignored(t):
     """RFC 4861 §8.1 validity checks for a Redirect that would otherwise send
     TN1's traffic to TR2 (with TR2's TLLA)."""
@@ -448,7 +440,6 @@ def invalid_alternate_router_redirect_is_ignored(t):
     fault="dut_accepts_fragmented_nd",
     expect="a Redirect carried in IPv6 fragments is silently ignored: the DUT still answers TN1 through TR1",
 )
-@judged
 def fragmented_redirect_is_ignored(t):
     """'...nodes MUST silently ignore ND messages if the packets carrying
     them include an IPv6 Fragmentation Header' (RFC 6980 §5).  The Redirect
@@ -559,7 +550,7 @@ def _nc_check(state: str, ipv6ready: str, title: str, doc_extra: str):
     return check(area="redirect", ipv6ready=ipv6ready, title=title, rfc="RFC 4861 §8.3, §7.3.3", scope="host",
                  needs=["exclusive_router"], dut_config="nud-fast", liveness="echo",
                  expect="the Redirect updates the Target's Neighbor Cache entry as RFC 4861 §8.3 requires",
-                 parts=_nc_parts(state))(judged(run))
+                 parts=_nc_parts(state))(run)
 
 
 redirect_creates_target_entry = _nc_check(
@@ -594,7 +585,6 @@ redirect_updates_probe_target = _nc_check(
                             "for that multicast address, which the DUT never resolves: a stack that skipped this "
                             "validity test behaves on the wire like one that discarded the Redirect"}),
 )
-@judged
 def invalid_redirect_does_not_update_neighbor_cache(t):
     """RFC 4861 §8.1: an invalid Redirect is silently discarded, so its
     Target Link-Layer Address option must not create a Neighbor Cache entry
@@ -661,7 +651,7 @@ def router_sends_redirects_when_allowed(t):
         return t.expect_silence(req, is_redirect, what="Redirect")
     frame = t.expect_reply(req, is_redirect, what="Redirect")
     if frame is None:
-        return t.failed(f"no Redirect for {dst} after forwarding TN1's packet")
+        raise Deviation(f"no Redirect for {dst} after forwarding TN1's packet")
     rd = frame.pkt[ICMPv6ND_Redirect]
     problems = []
     if frame.pkt[IPv6].hlim != 255:
@@ -697,7 +687,7 @@ def router_ignores_redirects(t):
     req = t.to_dut(tn2, t.dut.link_local, src=tn2.global_addr) / ICMPv6EchoRequest(id=0x4ED2, seq=1)
     frame = t.expect_reply(req, lambda p: ICMPv6EchoReply in p and p[ICMPv6EchoReply].id == 0x4ED2, what="Echo Reply")
     if frame is None:
-        return t.failed("no Echo Reply to TN2 after the Redirect")
+        raise Deviation("no Echo Reply to TN2 after the Redirect")
     if frame.pkt[Ether].dst.lower() == target.mac.lower():
-        return t.failed("the router sent TN2's reply to TR2: it followed a Redirect")
-    return t.passed(f"Echo Reply to TN2 sent to {frame.pkt[Ether].dst}")
+        raise Deviation("the router sent TN2's reply to TR2: it followed a Redirect")
+    return t.conclude(f"Echo Reply to TN2 sent to {frame.pkt[Ether].dst}", [])

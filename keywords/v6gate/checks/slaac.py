@@ -8,6 +8,7 @@ from scapy.layers.l2 import Ether
 from ..core.check import Part, check
 from ..core.context import NotApplicable
 from ..core.ledger import ADDRESS_LEASE_S, EXPIRY_GRACE_S
+from ..core.verdict import Deviation
 from ..net import match as M
 from ..net import packets as P
 from ..net.dad import dad_na, dad_ns
@@ -82,8 +83,8 @@ def link_local_address_is_probed_before_use(t):
     if dad is None:
         early = next((f for f in frames if IPv6 in f.pkt and ipaddress.IPv6Address(f.pkt[IPv6].src) in LINK_LOCAL), None)
         used = f"; it sent {early.summary()} from {early.pkt[IPv6].src} without probing it" if early else ""
-        return t.failed(f"no DAD Neighbor Solicitation for a link-local address within {window:g} s of the "
-                        f"restart{used}")
+        raise Deviation(f"no DAD Neighbor Solicitation for a link-local address within {window:g} s of the "
+                         f"restart{used}")
     address = dad.pkt[ICMPv6ND_NS].tgt
     t.note(f"DAD NS for {address} at +{dad.time - since:.3f} s")
     problems = _judge_dad_ns(dad)
@@ -147,7 +148,7 @@ def global_address_is_formed_and_probed(t):
         frames = t.collect(M.anything(), 0, since=since)
         early = next((f for f in frames if IPv6 in f.pkt and ipaddress.IPv6Address(f.pkt[IPv6].src) in prefix), None)
         used = f"; it sent {early.summary()} from {early.pkt[IPv6].src} without probing it" if early else ""
-        return t.failed(f"no DAD Neighbor Solicitation for an address in {prefix} within {wait:g} s of the RA{used}")
+        raise Deviation(f"no DAD Neighbor Solicitation for an address in {prefix} within {wait:g} s of the RA{used}")
     address = dad.pkt[ICMPv6ND_NS].tgt
     t.note(f"DAD NS for {address} at +{dad.time - since:.3f} s")
     problems = _judge_dad_ns(dad)
@@ -239,16 +240,17 @@ def _used_after(t, address: str, since: float) -> str | None:
 
 def _dad_outcome(t, tentative, prefix, probe_time, *, duplicate: bool, told: str):
     if tentative is None:
-        return t.failed(_no_probe(t, prefix))
+        raise Deviation(_no_probe(t, prefix))
     assigned, seen = _is_assigned(t, tentative)
     if duplicate:
         used = _used_after(t, tentative, probe_time + t.retrans_timer)
         if assigned or used:
-            return t.failed(f"after {told}, the DUT still uses its tentative address: "
-                            f"{seen if assigned else 'it sent ' + used}")
-        return t.passed(f"after {told}, {tentative} stayed unassigned: {seen}")
-    return t.verdict(assigned, f"after {told}, {seen}" if assigned else
-                     f"after {told}, the DUT gave up {tentative} as a duplicate: {seen}")
+            raise Deviation(f"after {told}, the DUT still uses its tentative address: "
+                             f"{seen if assigned else 'it sent ' + used}")
+        return t.conclude(f"after {told}, {tentative} stayed unassigned: {seen}", [])
+    if not assigned:
+        raise Deviation(f"after {told}, the DUT gave up {tentative} as a duplicate: {seen}")
+    return t.conclude(f"after {told}, {seen}", [])
 
 
 @check(
@@ -403,14 +405,16 @@ def resolution_ns_for_tentative_address_is_ignored(t):
 
     tentative, prefix, at = _meet_dad(t, react)
     if tentative is None:
-        return t.failed(_no_probe(t, prefix))
+        raise Deviation(_no_probe(t, prefix))
     answered = t.collect(lambda p: ICMPv6ND_NA in p and P.same_address(p[ICMPv6ND_NA].tgt, tentative), 0, since=at)
     early = [f for f in answered if f.time < at + t.retrans_timer]
     if early:
-        return t.failed(f"the DUT answered the NS for its tentative address {tentative} during DAD: "
-                        f"{early[0].summary()} {early[0].time - at:.3f} s after its probe")
+        raise Deviation(f"the DUT answered the NS for its tentative address {tentative} during DAD: "
+                         f"{early[0].summary()} {early[0].time - at:.3f} s after its probe")
     assigned, seen = _is_assigned(t, tentative)
-    return t.verdict(assigned, f"no answer during DAD; afterwards {seen}")
+    if not assigned:
+        raise Deviation(f"no answer during DAD; afterwards {seen}")
+    return t.conclude(f"no answer during DAD; afterwards {seen}", [])
 
 
 # -- RA processing and address lifetimes (v6LC.3.2.2 - 3.2.5) -------------------------------------
@@ -445,20 +449,20 @@ def address_expires_with_its_valid_lifetime(t):
     valid = 4
     conf = autoconfigure(t, t.tr1, valid=valid, preferred=valid // 2, router_lifetime=0)
     if conf.address is None:
-        return t.failed(conf.missing())
+        raise Deviation(conf.missing())
     start = conf.probe.time
     before, seen_before = _assigned_at(t, conf.address, start + valid / 2)
     if not before:
-        return t.failed(f"{valid / 2:g} s into its {valid} s valid lifetime: {seen_before}")
+        raise Deviation(f"{valid / 2:g} s into its {valid} s valid lifetime: {seen_before}")
     grace = EXPIRY_GRACE_S
     after, seen_after = _assigned_at(t, conf.address, start + valid + grace)
     if after:
-        return t.failed(f"{valid + grace:g} s after the RA (valid lifetime {valid} s), {seen_after}: the address did "
-                        "not expire")
+        raise Deviation(f"{valid + grace:g} s after the RA (valid lifetime {valid} s), {seen_after}: the address did "
+                         "not expire")
     if not t.alive(method="echo"):
-        return t.failed("the address disappeared, but the DUT stopped answering altogether")
-    return t.passed(f"at {valid / 2:g} s {seen_before}; at {valid + grace:g} s {seen_after} (expired); the DUT still "
-                    "answers")
+        raise Deviation("the address disappeared, but the DUT stopped answering altogether")
+    return t.conclude(f"at {valid / 2:g} s {seen_before}; at {valid + grace:g} s {seen_after} (expired); the DUT still "
+                       "answers", [])
 
 
 @check(
@@ -487,7 +491,7 @@ def multiple_prefixes_and_renumbering(t):
     first = {p: _probes_in(t, p, since) for p in (p1, p2)}
     missing = [str(p) for p, a in first.items() if not a]
     if missing:
-        return t.failed(f"no address formed from {', '.join(missing)} (probes: {first})")
+        raise Deviation(f"no address formed from {', '.join(missing)} (probes: {first})")
     a1, a2 = first[p1][0], first[p2][0]
     renumbered = t.send(router_advertisement(tr1, prefixes=[prefix_option(p1, valid=valid1, preferred=0),
                                                             prefix_option(p3, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]),
@@ -495,7 +499,7 @@ def multiple_prefixes_and_renumbering(t):
     t.wait(t.reply_timeout + 1.0)
     probes3 = _probes_in(t, p3, renumbered)
     if not probes3:
-        return t.failed(f"no address formed from the new prefix {p3} after renumbering")
+        raise Deviation(f"no address formed from the new prefix {p3} after renumbering")
     a3 = probes3[0]
     problems, seen = [], []
     for addr, want in ((a1, True), (a2, True), (a3, True)):
@@ -589,18 +593,18 @@ def prefix_option_processing(t):
     if t.p.forms:
         missing = [n for n, a in probed.items() if not a]
         if missing:
-            return t.failed(f"RA with {what}: no address formed from {', '.join(missing)}")
-        return t.passed(f"RA with {what}: probed {sorted(a for v in probed.values() for a in v)}")
+            raise Deviation(f"RA with {what}: no address formed from {', '.join(missing)}")
+        return t.conclude(f"RA with {what}: probed {sorted(a for v in probed.values() for a in v)}", [])
     formed = [a for v in probed.values() for a in v]
     if formed:
-        return t.failed(f"RA with {what}: the DUT formed {formed} (DAD probe)")
+        raise Deviation(f"RA with {what}: the DUT formed {formed} (DAD probe)")
     if t.p.case == "link_local":
         t.wait(max(0.0, since + 4.0 - t.port.now()))
         ok, how = _is_assigned(t, t.dut.link_local)
         if not ok:
-            return t.failed(f"4 s after an RA with {what}: {how} (the link-local address took the option's lifetime)")
+            raise Deviation(f"4 s after an RA with {what}: {how} (the link-local address took the option's lifetime)")
     if not t.alive(method="echo"):
-        return t.failed(f"RA with {what}: no address formed, but the DUT stopped answering")
+        raise Deviation(f"RA with {what}: no address formed, but the DUT stopped answering")
     seen = f"RA with {what}: no DAD probe for an address from it within {t.reply_timeout + 1.0:g} s"
     # no vacuous PASS: a valid prefix right after must form an address, or the DUT may ignore every RA
     valid = fresh_prefix(avoid=t.target.link_prefix)
@@ -609,9 +613,9 @@ def prefix_option_processing(t):
     t.wait(t.reply_timeout + 1.0)
     got = _probes_in(t, ipaddress.IPv6Network(valid), since)
     if not got:
-        return t.failed(f"{seen}; then a valid prefix {valid} formed no address either (no DAD probe within "
-                        f"{t.reply_timeout + 1.0:g} s): the DUT ignores every RA, so the discard proves nothing")
-    return t.passed(f"{seen}; a valid prefix right after formed {sorted(got)}")
+        raise Deviation(f"{seen}; then a valid prefix {valid} formed no address either (no DAD probe within "
+                         f"{t.reply_timeout + 1.0:g} s): the DUT ignores every RA, so the discard proves nothing")
+    return t.conclude(f"{seen}; a valid prefix right after formed {sorted(got)}", [])
 
 
 @check(
@@ -651,7 +655,7 @@ def two_hour_rule(t):
     stored, advertised = t.p.stored, t.p.advertised
     conf = autoconfigure(t, t.tr1, valid=stored, preferred=stored, router_lifetime=0)
     if conf.address is None:
-        return t.failed(conf.missing())
+        raise Deviation(conf.missing())
     start = conf.probe.time
     t.wait(max(0.0, start + 1.0 - t.port.now()))
     t.send(router_advertisement(t.tr1, prefixes=[prefix_option(conf.prefix, valid=advertised,
@@ -660,7 +664,9 @@ def two_hour_rule(t):
     ok, how = _assigned_at(t, conf.address, start + 5.5)
     detail = (f"address formed with valid lifetime {stored} s, then advertised {advertised} s 1 s later; "
               f"5.5 s after it was formed: {how}")
-    return t.verdict(ok, detail)
+    if not ok:
+        raise Deviation(detail)
+    return t.conclude(detail, [])
 
 
 @check(
@@ -698,7 +704,7 @@ def duplicate_hardware_link_local_disables_ip(t):
     finally:
         t.port.remove_responder(responder)
     if probe is None or "probe" not in seen:
-        return t.failed("no DAD probe for a link-local address after the restart")
+        raise Deviation("no DAD probe for a link-local address after the restart")
     tentative = seen["probe"].pkt[ICMPv6ND_NS].tgt
     if ipaddress.IPv6Address(tentative).packed[8:] != ipaddress.IPv6Address(P.link_local_from_mac(t.dut.mac)).packed[8:]:
         raise NotApplicable(f"the DUT's link-local address {tentative} is not derived from its MAC")
@@ -709,11 +715,11 @@ def duplicate_hardware_link_local_disables_ip(t):
     t.wait(t.reply_timeout + 1.0)
     sent = [f for f in t.collect(lambda p: IPv6 in p, 0, since=after)]
     if sent:
-        return t.failed(f"after its link-local address {tentative} was found a duplicate, the DUT kept IP running: "
-                        f"{len(sent)} IPv6 packet(s) after an RA, first {sent[0].summary()} "
-                        f"({', '.join(_probes_in(t, prefix, after)) or 'no address formed'})")
-    return t.passed(f"{tentative} was a duplicate; after an RA with {prefix} the DUT sent no IPv6 packet for "
-                    f"{t.reply_timeout + 1.0:g} s (IP operation disabled)")
+        raise Deviation(f"after its link-local address {tentative} was found a duplicate, the DUT kept IP running: "
+                         f"{len(sent)} IPv6 packet(s) after an RA, first {sent[0].summary()} "
+                         f"({', '.join(_probes_in(t, prefix, after)) or 'no address formed'})")
+    return t.conclude(f"{tentative} was a duplicate; after an RA with {prefix} the DUT sent no IPv6 packet for "
+                       f"{t.reply_timeout + 1.0:g} s (IP operation disabled)", [])
 
 
 @check(
@@ -746,10 +752,10 @@ def pio_with_p_flag_forms_no_address(t):
     in_flagged = [f.pkt[ICMPv6ND_NS].tgt for f in probes
                   if ipaddress.IPv6Address(f.pkt[ICMPv6ND_NS].tgt) in flagged]
     if not in_plain:
-        return t.failed(f"the DUT formed no address from {plain} (A=1, P=0) either (no DAD probe within "
-                        f"{t.reply_timeout + 1.0:g} s): it did not process the RA, so the P flag cannot be judged")
+        raise Deviation(f"the DUT formed no address from {plain} (A=1, P=0) either (no DAD probe within "
+                         f"{t.reply_timeout + 1.0:g} s): it did not process the RA, so the P flag cannot be judged")
     if in_flagged:
-        return t.failed(f"the DUT formed {', '.join(sorted(set(in_flagged)))} from {flagged}, whose option has P=1 "
-                        f"(it also formed {in_plain[0]} from {plain})")
-    return t.passed(f"an address from {plain} ({in_plain[0]}); none from {flagged} (P=1) in "
-                    f"{t.reply_timeout + 1.0:g} s")
+        raise Deviation(f"the DUT formed {', '.join(sorted(set(in_flagged)))} from {flagged}, whose option has P=1 "
+                         f"(it also formed {in_plain[0]} from {plain})")
+    return t.conclude(f"an address from {plain} ({in_plain[0]}); none from {flagged} (P=1) in "
+                       f"{t.reply_timeout + 1.0:g} s", [])

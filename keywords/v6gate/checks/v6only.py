@@ -31,6 +31,7 @@ from scapy.layers.l2 import ARP, Ether
 
 from ..core.check import Part, check
 from ..core.context import NotApplicable
+from ..core.verdict import Deviation
 from ..errors import BenchError
 from ..net import match as M
 from ..net import packets as P
@@ -300,11 +301,11 @@ def _startup_without_ipv4(t):
     works = _echo_answered(t, t.tn1, address)
     seen_ok = f"{_counts(allowed)} (allowed by RFC 8925)" if allowed else "no IPv4 at all"
     if bad:
-        return t.failed(f"within {window:g} s of its restart the DUT sent {_counts(bad)}: first {'; '.join(firsts)}")
+        raise Deviation(f"within {window:g} s of its restart the DUT sent {_counts(bad)}: first {'; '.join(firsts)}")
     if not works:
-        return t.failed(f"no IPv4 ({seen_ok}) but its address {address} did not answer an Echo Request after the "
-                        "start-up")
-    return t.passed(f"{window:g} s of start-up with {seen_ok}; {address} answered an Echo Request")
+        raise Deviation(f"no IPv4 ({seen_ok}) but its address {address} did not answer an Echo Request after the "
+                         "start-up")
+    return t.conclude(f"{window:g} s of start-up with {seen_ok}; {address} answered an Echo Request", [])
 
 
 def _echo_answered(t, node, address: str) -> bool:
@@ -346,8 +347,8 @@ def _working_without_ipv4(t):
         problems.insert(0, f"the DUT sent {_counts(bad)}: first {'; '.join(firsts)}")
     note = f"; DHCPv4 allowed by RFC 8925: {_counts(allowed)}" if allowed else ""
     if problems:
-        return t.failed("; ".join(problems + seen) + note)
-    return t.passed("; ".join(seen) + f"; no IPv4 from the DUT{note}")
+        raise Deviation("; ".join(problems + seen) + note)
+    return t.conclude("; ".join(seen) + f"; no IPv4 from the DUT{note}", [])
 
 
 # =====================================================================================================
@@ -412,7 +413,7 @@ def ipv6_only_preferred_option_stops_dhcpv4(t):
         seen = f"no DHCPDISCOVER within {window:g} s of its restart: it runs no DHCPv4 client"
         if not t.target.claims("RFC8925"):
             _not_claimed(t, seen)
-        return t.failed(seen)
+        raise Deviation(seen)
     if t.p.phase == "request":
         return _asks_for_108(t, since, discover)
     offer = t.port.expect(_is_offer_with_108(t.dut.mac), t.reply_timeout + V.DHCP_FIRST_RETRANSMIT_S, since=since)
@@ -440,7 +441,9 @@ def _asks_for_108(t, since, discover):
                f"; parameter request list {V.dhcp_prl(discover.pkt)}"))
     if not t.target.claims("RFC8925"):
         _not_claimed(t, seen)
-    return t.failed(seen) if without else t.passed(seen)
+    if without:
+        raise Deviation(seen)
+    return t.conclude(seen, [])
 
 
 def _stops_after_offer(t, since, offer, yiaddr):
@@ -457,12 +460,12 @@ def _stops_after_offer(t, since, offer, yiaddr):
     if not t.target.claims("RFC8925"):
         _not_claimed(t, f"{seen}; afterwards: {'; '.join(problems) or 'no DHCPv4 and no ARP'}")
     if problems:
-        return t.failed(f"{seen}; then within {window:g} s: {'; '.join(problems[:4])}"
-                        + (f" (+{len(problems) - 4} more)" if len(problems) > 4 else ""))
+        raise Deviation(f"{seen}; then within {window:g} s: {'; '.join(problems[:4])}"
+                         + (f" (+{len(problems) - 4} more)" if len(problems) > 4 else ""))
     if not t.alive(method=t.check.liveness or "ns"):
-        return t.failed(f"{seen}; no DHCPv4 or ARP afterwards, but the DUT stopped answering")
-    return t.passed(f"{seen}; no DHCPREQUEST, DHCPDISCOVER or ARP from the DUT within {window:g} s and no answer to an "
-                    f"ARP probe for {yiaddr}")
+        raise Deviation(f"{seen}; no DHCPv4 or ARP afterwards, but the DUT stopped answering")
+    return t.conclude(f"{seen}; no DHCPREQUEST, DHCPDISCOVER or ARP from the DUT within {window:g} s and no answer to an "
+                       f"ARP probe for {yiaddr}", [])
 
 
 def _quiet_for_v6only_wait(t, offer, wait_s):
@@ -479,10 +482,10 @@ def _quiet_for_v6only_wait(t, offer, wait_s):
     if not t.target.claims("RFC8925"):
         _not_claimed(t, f"{seen} (V6ONLY_WAIT {wait_s} s)")
     if first is not None:
-        return t.failed(f"{seen}, within V6ONLY_WAIT ({wait_s} s): {V.describe_ipv4_frame(first, offer.time)}")
+        raise Deviation(f"{seen}, within V6ONLY_WAIT ({wait_s} s): {V.describe_ipv4_frame(first, offer.time)}")
     if not t.alive(method=t.check.liveness or "ns"):
-        return t.failed(f"{seen}, but the DUT stopped answering")
-    return t.passed(f"{seen} (V6ONLY_WAIT {wait_s} s)")
+        raise Deviation(f"{seen}, but the DUT stopped answering")
+    return t.conclude(f"{seen} (V6ONLY_WAIT {wait_s} s)", [])
 
 
 # =====================================================================================================
@@ -575,20 +578,20 @@ def ipv4_only_name_is_reached_through_nat64(t):
     again = advertise(t, rdnss=[nat.dns64])
     addrs = dut_resolves_within(t, nat.ipv4_only_name, t.reply_timeout + 1.0, again=again)
     if expected not in addrs:
-        return t.failed(f"the DUT resolved {nat.ipv4_only_name} (A {nat.ipv4_only_address} only) through {nat.dns64} "
-                        f"to {addrs or 'nothing'}, not to the synthesized {expected}")
+        raise Deviation(f"the DUT resolved {nat.ipv4_only_name} (A {nat.ipv4_only_address} only) through {nat.dns64} "
+                         f"to {addrs or 'nothing'}, not to the synthesized {expected}")
     ok, detail = dut_connects(t, nat.ipv4_only_name, nat.port)
     syns = t.collect(lambda p: IPv6 in p and TCP in p and P.same_address(p[IPv6].dst, expected)
                      and str(p[TCP].flags) == "S", 0, since=since)
     wire = f"; SYN to {expected} seen on the link" if syns else ""
     bad, firsts, _ = ipv4_summary(t, since)
     if bad:
-        return t.failed(f"the DUT sent {_counts(bad)} (first {firsts[0]})")
+        raise Deviation(f"the DUT sent {_counts(bad)} (first {firsts[0]})")
     if not ok:
-        return t.failed(f"resolved {nat.ipv4_only_name} to {expected}, but the TCP connection to port {nat.port} "
-                        f"failed: {detail}{wire}")
-    return t.passed(f"resolved {nat.ipv4_only_name} to {expected} (DNS64 {nat.dns64}, prefix {nat.prefix}) and "
-                    f"connected to port {nat.port}{wire}")
+        raise Deviation(f"resolved {nat.ipv4_only_name} to {expected}, but the TCP connection to port {nat.port} "
+                         f"failed: {detail}{wire}")
+    return t.conclude(f"resolved {nat.ipv4_only_name} to {expected} (DNS64 {nat.dns64}, prefix {nat.prefix}) and "
+                       f"connected to port {nat.port}{wire}", [])
 
 
 # =====================================================================================================
@@ -678,20 +681,20 @@ def ipv6_is_preferred_for_a_dual_stack_name(t):
         again = advertise(t, rdnss=[dns.node.global_addr])
         addrs = dut_resolves_within(t, name, t.reply_timeout + 1.0, again=again)
         if not addrs:
-            return t.failed(f"the DUT did not resolve {name} (AAAA {server.global_addr}, A {server4}) through its "
-                            f"RDNSS resolver {dns.node.global_addr}")
+            raise Deviation(f"the DUT did not resolve {name} (AAAA {server.global_addr}, A {server4}) through its "
+                             f"RDNSS resolver {dns.node.global_addr}")
         ok, detail = dut_connects(t, name, PEER_PORT)
     first = peer.first_syn()
     order = f"resolver order {addrs}"
     if first is None:
-        return t.failed(f"no SYN reached {server.global_addr} or {server4} ({order}; connection: {detail})")
+        raise Deviation(f"no SYN reached {server.global_addr} or {server4} ({order}; connection: {detail})")
     t.measure("first_syn_family", f"IPv{first.family}")
     seen = f"first SYN to {first.dst} (IPv{first.family}) +{first.time - since:.3f} s; {order}"
     if first.family != 6:
-        return t.failed(seen)
+        raise Deviation(seen)
     if not ok:
-        return t.failed(f"{seen}, but the connection failed: {detail}")
-    return t.passed(f"{seen}; connected over IPv6")
+        raise Deviation(f"{seen}, but the connection failed: {detail}")
+    return t.conclude(f"{seen}; connected over IPv6", [])
 
 
 # =====================================================================================================
@@ -775,9 +778,9 @@ def clat_uses_the_discovered_nat64_prefix(t):
     elif not ok:
         problems.append(f"SYN to {expected} from {first.src}, but the connection to {literal} failed: {detail}")
     if problems:
-        return t.failed(f"NAT64 prefix {nat64} from {source}", problems)
-    return t.passed(f"NAT64 prefix {nat64} from {source}: the connection to {literal}:{port} left as a SYN from "
-                    f"{first.src} to {expected} (+{first.time - since:.3f} s) and succeeded")
+        return t.conclude(f"NAT64 prefix {nat64} from {source}", problems)
+    return t.conclude(f"NAT64 prefix {nat64} from {source}: the connection to {literal}:{port} left as a SYN from "
+                       f"{first.src} to {expected} (+{first.time - since:.3f} s) and succeeded", [])
 
 
 # PREF64 lifetime (RFC 8781 §4, §5): the host stops using a NAT64 prefix whose lifetime is over
@@ -840,27 +843,27 @@ def pref64_lifetime_is_honoured(t):
             ra(1800)
             syn, detail = _clat_syn(t, literal, expected, port)
         if syn is None:
-            return t.failed(f"the DUT never used the NAT64 prefix {nat64} (PREF64 lifetime 1800 s): no SYN to "
-                            f"{expected} within {deadline - start:.1f} s ({detail}); the lifetime cannot be judged")
+            raise Deviation(f"the DUT never used the NAT64 prefix {nat64} (PREF64 lifetime 1800 s): no SYN to "
+                             f"{expected} within {deadline - start:.1f} s ({detail}); the lifetime cannot be judged")
         used = f"SYN to {expected} {syn.time - start:.2f} s after the first RA"
         sent = ra(t.p.lifetime)
         if t.p.lifetime == 0:
             t.wait(0.5)
             after, detail = _clat_syn(t, literal, expected, port)
             if after is not None:
-                return t.failed(f"the prefix is still used {after.time - sent:.2f} s after a PREF64 with lifetime"
-                                f" 0 ({used} before it)")
-            return t.passed(f"{used}; none after the PREF64 with lifetime 0 ({detail})")
+                raise Deviation(f"the prefix is still used {after.time - sent:.2f} s after a PREF64 with lifetime"
+                                 f" 0 ({used} before it)")
+            return t.conclude(f"{used}; none after the PREF64 with lifetime 0 ({detail})", [])
         t.wait(max(0.0, sent + t.p.lifetime / 2 - t.port.now()))
         mid, _ = _clat_syn(t, literal, expected, port)
         if mid is None:
-            return t.failed(f"{used}; but no SYN to {expected} {t.p.lifetime / 2:g} s after the RA that set its "
-                            f"lifetime to {t.p.lifetime} s (Scaled Lifetime {(t.p.lifetime + 7) // 8} read as "
-                            "seconds?)")
+            raise Deviation(f"{used}; but no SYN to {expected} {t.p.lifetime / 2:g} s after the RA that set its "
+                             f"lifetime to {t.p.lifetime} s (Scaled Lifetime {(t.p.lifetime + 7) // 8} read as "
+                             "seconds?)")
         t.wait(max(0.0, sent + t.p.lifetime + PREF64_EXPIRY_MARGIN_S - t.port.now()))
         late, detail = _clat_syn(t, literal, expected, port)
         if late is not None:
-            return t.failed(f"the prefix is still used {late.time - sent:.2f} s after an RA that gave it "
-                            f"{t.p.lifetime} s ({used}; again at +{mid.time - sent:.2f} s)")
-        return t.passed(f"{used}; after the RA giving it {t.p.lifetime} s: used at +{mid.time - sent:.2f} s, not at "
-                        f"+{t.p.lifetime + PREF64_EXPIRY_MARGIN_S:g} s ({detail})")
+            raise Deviation(f"the prefix is still used {late.time - sent:.2f} s after an RA that gave it "
+                             f"{t.p.lifetime} s ({used}; again at +{mid.time - sent:.2f} s)")
+        return t.conclude(f"{used}; after the RA giving it {t.p.lifetime} s: used at +{mid.time - sent:.2f} s, not at "
+                           f"+{t.p.lifetime + PREF64_EXPIRY_MARGIN_S:g} s ({detail})", [])

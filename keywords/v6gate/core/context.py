@@ -7,11 +7,17 @@ helpers:
 * ``t.expect_reply(probe, match, what=...)``  -> the matching frame or None
 * ``t.expect_silence(probe, match, what=...)`` -> PASS only if nothing
   matching arrived *and* the DUT is still alive afterwards
-* ``t.conclude(seen, problems)``: FAIL listing the problems (each problem
-  first: "hop limit 254, not 255"), else PASS with what was observed;
-  ``t.passed(seen)`` / ``t.failed(seen, problems)`` where the verdict is plain.
-* ``t.not_judged(name, judged_by, detail)``: the DUT did not reach what the
-  check presupposes (verdict NOT_JUDGED; the check ``judged_by`` judges it).
+* ``return t.conclude(seen, problems)``: the one end of a check: FAIL
+  listing the problems (each problem first: "hop limit 254, not 255"), else
+  PASS with what was observed.
+* ``raise Deviation(problem)`` (core/verdict.py): the DUT did not do what a
+  step requires, so the check cannot go on: its FAIL (the session maps it);
+  from a shared step with ``judged_by=`` another check: NOT_JUDGED.
+* ``raise t.not_judged(name, judged_by, detail)``: the DUT did not reach what
+  the check presupposes (verdict NOT_JUDGED; the check ``judged_by`` judges it).
+
+``t.passed`` / ``t.failed`` are the two halves ``conclude`` is made of; a
+check does not call them.
 
 When an expected answer does not come, ``expect_reply`` keeps what the DUT
 did send in the window (``t.dut_sent``, decoded, with times); a FAIL or
@@ -670,9 +676,6 @@ class CheckContext:
     def inconclusive(self, seen: str, **measurements) -> Outcome:
         self.measurements.update(measurements)
         return Outcome(Verdict.INCONCLUSIVE, seen)
-
-    def verdict(self, ok: bool, seen: str) -> Outcome:
-        return self.passed(seen) if ok else self.failed(seen)
 
 
 def _unique(problems) -> list[str]:

@@ -30,7 +30,7 @@ from .context import CheckContext, DutView, NotApplicable
 from .control import NotSupported, control_for
 from .ledger import AddressLedger
 from .liveness import Liveness, presence
-from .verdict import NotJudged, Outcome, Result, Verdict, reason_for, result_key
+from .verdict import Deviation, NotJudged, Outcome, Result, Verdict, reason_for, result_key
 
 LAB_TARGET = "fixtures/targets/lab.yaml"
 
@@ -446,6 +446,8 @@ class Session:
                 outcome = Outcome(Verdict.SKIP, str(exc))
             except NotJudged as exc:
                 outcome = exc.outcome()
+            except Deviation as exc:
+                outcome = _deviated(ctx, exc)
             except BenchError as exc:
                 outcome = Outcome(Verdict.ERROR, f"bench error: {exc}")
             except KeyboardInterrupt:
@@ -504,6 +506,17 @@ class Session:
             cleanup_errors=list(ctx.cleanup_errors) if ctx else [], fail_side_proven_against=_simulated(c, part),
             problems=list(outcome.problems), dut_sent=list(outcome.dut_sent), precondition=outcome.precondition,
         )
+
+
+def _deviated(ctx: CheckContext | None, exc: Deviation) -> Outcome:
+    """The verdict of a check that ended on a Deviation: NOT_JUDGED when
+    another check judges the step, else the check's FAIL, the step named."""
+    if ctx is None:  # raised by the bench before the check began: not the DUT's
+        return Outcome(Verdict.ERROR, f"harness error (a bug in v6gate, not the DUT): a Deviation before the check "
+                                      f"began: {exc}")
+    if exc.judged_elsewhere(ctx.check.id):
+        return ctx.not_judged(exc.name or "setup", exc.judged_by, str(exc)).outcome()
+    return ctx.failed(str(exc))
 
 
 def _simulated(c: Check, part: Part) -> str | None:

@@ -56,6 +56,27 @@ class NotJudged(Exception):
                        precondition=self.precondition())
 
 
+class Deviation(Exception):
+    """The DUT did not do what a step of the check requires of it: the
+    check ends here, and ``Session.run`` gives its verdict.
+
+    Raised by a check (``raise Deviation("no Echo Reply to ... within 1 s")``:
+    the clause's FAIL, the message is both what was seen and the problem) or
+    by a scenario step it calls.  With ``judged_by`` (``<check id>#<part>``:
+    the check that judges the step's behaviour) the step is a precondition:
+    in any other check the verdict is NOT_JUDGED (precondition ``name``), and
+    only the judging check itself FAILs (one root cause, one FAIL)."""
+
+    def __init__(self, message: str, *, name: str | None = None, judged_by: str | None = None):
+        super().__init__(message)
+        self.name = name
+        self.judged_by = judged_by
+
+    def judged_elsewhere(self, check_id: str) -> bool:
+        """The step is judged by another check than ``check_id``."""
+        return bool(self.judged_by) and self.judged_by.split("#")[0] != check_id
+
+
 @dataclass
 class Result:
     id: str

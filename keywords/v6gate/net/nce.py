@@ -24,7 +24,6 @@ RAs), which needs the tester to be the only router (``exclusive_router``).
 
 from __future__ import annotations
 
-import functools
 import secrets
 from dataclasses import dataclass, field
 
@@ -40,6 +39,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
+from ..core.verdict import Deviation
 from . import packets as P
 from .nd import ND_HOP_LIMIT, router_advertisement
 from .port import Frame
@@ -58,21 +58,6 @@ MAX_RANDOM_FACTOR = 1.5
 SETTLE_S = 0.3
 
 
-class Deviation(Exception):
-    """The DUT did not do what a step of the procedure requires of it.
-
-    With ``judged_by`` (``<check id>#<part>``: the check that judges that
-    step's behaviour) the step is a precondition: the check is NOT_JUDGED
-    (precondition ``name``), and only the judging check itself FAILs.
-    Without it the step is part of the clause under test: a FAIL with the
-    step named."""
-
-    def __init__(self, message: str, *, name: str | None = None, judged_by: str | None = None):
-        super().__init__(message)
-        self.name = name
-        self.judged_by = judged_by
-
-
 #: which check judges each neighbour-cache transition a setup step relies on
 STATE_JUDGES = {
     "incomplete": "nd.address_resolution_solicits_correctly#A",
@@ -80,23 +65,6 @@ STATE_JUDGES = {
     "stale": "nd.unreachability_detection_probes#A",
     "probe": "nd.unreachability_detection_probes#A",
 }
-
-
-def judged(func):
-    """Decorator for check functions: a Deviation raised in a setup step
-    becomes the check's FAIL (the step in the 'seen' text), or, when the step
-    is judged by another check, the check's NOT_JUDGED."""
-
-    @functools.wraps(func)
-    def run(t):
-        try:
-            return func(t)
-        except Deviation as exc:
-            if exc.judged_by and exc.judged_by.split("#")[0] != t.check.id:
-                raise t.not_judged(exc.name or "setup", exc.judged_by, str(exc)) from None
-            return t.failed(str(exc), [str(exc)])
-
-    return run
 
 
 @dataclass(frozen=True)
@@ -554,7 +522,7 @@ def judge_resolution_continues(nb: Neighbour, since: float) -> tuple[list[str], 
     return problems, seen
 
 
-def trials(t, run_once, *, n: int = 3) -> object:
+def trials(t, run_once, *, n: int = 3):
     """Repeat a timing-sensitive procedure: each trial returns (ok, seen);
     stop when a majority of ``n`` agrees.  The verdict carries k/n."""
     need = n // 2 + 1
@@ -572,10 +540,11 @@ def trials(t, run_once, *, n: int = 3) -> object:
             break
     passed = sum(1 for ok_, _ in results if ok_)
     t.measure("trials", f"{passed}/{len(results)}")
-    if passed >= need:
-        return t.passed(f"{passed}/{len(results)} trials conform; {results[-1][1] if results[-1][0] else next(s for ok_, s in results if ok_)}")
-    bad = next(s for ok_, s in results if not ok_)
-    return t.failed(f"{len(results) - passed}/{len(results)} trials deviate; {bad}")
+    if passed < need:
+        bad = next(s for ok_, s in results if not ok_)
+        raise Deviation(f"{len(results) - passed}/{len(results)} trials deviate; {bad}")
+    good = results[-1][1] if results[-1][0] else next(s for ok_, s in results if ok_)
+    return t.conclude(f"{passed}/{len(results)} trials conform; {good}", [])
 
 
 def fragments(pkt: Packet, first: int = 16) -> list[Packet]:

@@ -28,6 +28,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 
 from ...core.context import NotApplicable
+from ...core.verdict import Deviation
 from ...errors import BenchError, TargetFileError
 from ...net import dhcpv6 as D
 from ...net import match as M
@@ -245,20 +246,22 @@ class Bench:
             if time.monotonic() >= deadline:
                 return False
 
-    def not_in_use(self, address: str, what: str):
-        """PASS only if the address answers no Echo Request for the whole
-        window (the silence window plus a DAD's worth of time, so that an
-        address still being probed cannot pass for an unused one) and the DUT
-        is alive afterwards."""
+    def not_in_use(self, address: str, what: str) -> tuple[list[str], str]:
+        """(problems, seen): no problem only if the address answers no Echo
+        Request for the whole window (the silence window plus a DAD's worth
+        of time, so that an address still being probed cannot pass for an
+        unused one) and the DUT is alive afterwards."""
         t = self.t
         window = t.silence + t.retrans_timer + 1.0
         deadline = time.monotonic() + window
         while time.monotonic() < deadline:
             if self.echo(address, within=min(0.5, max(0.1, deadline - time.monotonic()))):
-                return t.failed(f"{what}: {address} answered an Echo Request")
+                seen = f"{what}: {address} answered an Echo Request"
+                return [seen], seen
         if not t.alive(method="ns"):
-            return t.failed(f"no {what} within {window:g} s, but the DUT stopped answering Neighbor Solicitations")
-        return t.passed(f"no {what} within {window:g} s, and the DUT still answered afterwards")
+            seen = f"no {what} within {window:g} s, but the DUT stopped answering Neighbor Solicitations"
+            return [seen], seen
+        return [], f"no {what} within {window:g} s, and the DUT still answered afterwards"
 
     # -- DUT actions ----------------------------------------------------------------------------
     def restart(self) -> float:
@@ -306,12 +309,12 @@ def lab_client(lab):
     return None
 
 
-def bound_or_fail(t, bench: Bench):
-    """bind(), turning a client that never binds into a FAIL with what was seen."""
+def bound(bench: Bench) -> Binding:
+    """bind(): a client that never binds is the check's FAIL (Deviation), with what was seen."""
     try:
-        return bench.bind(), None
+        return bench.bind()
     except BindFailed as exc:
-        return None, t.failed(f"the DUT did not obtain a lease from the tester's server: {exc}")
+        raise Deviation(f"the DUT did not obtain a lease from the tester's server: {exc}") from None
 
 
 def in_prefix(address: str, prefix) -> bool:
@@ -447,15 +450,15 @@ def describe(m: D.Message) -> str:
 class Observed:
     """The first message of the kind asked for, and how the bench got there."""
 
-    message: D.Message | None
+    message: D.Message
     bench: Bench
     binding: Binding | None = None
-    failure: object = None  # an Outcome (FAIL) when the DUT never got there
     since: float = 0.0
 
 
 def observe(t, msg_type: int, *, mode: str | None = None, bench: Bench | None = None, **bench_kw) -> Observed:
-    """Drive the DUT until it sends its first ``msg_type`` and return it.
+    """Drive the DUT until it sends its first ``msg_type`` and return it
+    (a DUT that never sends it: Deviation, the check's FAIL).
 
     Solicit / Information-request: after the RA.  Request: after an
     Advertise (preference 255, no waiting).  Confirm: after a reboot of a
@@ -472,31 +475,31 @@ def observe(t, msg_type: int, *, mode: str | None = None, bench: Bench | None = 
     if msg_type in (D.SOLICIT, D.INFORMATION_REQUEST):
         m = b.first(msg_type)
         if m is None:
-            return Observed(None, b, failure=t.failed(
-                f"no {D.name_of(msg_type)} within {b.first_message_within:g} s of an RA with "
-                f"M={int(mode == STATEFUL)} O=1 (RFC 4861 §4.2; RFC 8415 §18.2.{'1' if msg_type == D.SOLICIT else '6'})"))
+            raise Deviation(f"no {D.name_of(msg_type)} within {b.first_message_within:g} s of an RA with "
+                            f"M={int(mode == STATEFUL)} O=1 (RFC 4861 §4.2; RFC 8415 §18.2."
+                            f"{'1' if msg_type == D.SOLICIT else '6'})")
         return Observed(m, b, since=b.started_at)
     if msg_type == D.DECLINE:
         b.defend(b.address)
     if msg_type == D.REBIND:
         b.server.on(D.RENEW, None)
-    binding, failure = bound_or_fail(t, b) if msg_type not in (D.REQUEST, D.DECLINE) else (None, None)
-    if failure:
-        return Observed(None, b, failure=failure)
+    binding = bound(b) if msg_type not in (D.REQUEST, D.DECLINE) else None
     if msg_type == D.REQUEST:
         m = b.first(D.REQUEST, within=b.first_message_within + 2.5)
-        return Observed(m, b, failure=None if m else t.failed(
-            f"no Request within {b.first_message_within + 2.5:g} s of the RA, after "
-            f"{len(b.server.messages(D.SOLICIT))} Solicit(s) answered with an Advertise (preference 255)"))
+        if m is None:
+            raise Deviation(f"no Request within {b.first_message_within + 2.5:g} s of the RA, after "
+                            f"{len(b.server.messages(D.SOLICIT))} Solicit(s) answered with an Advertise (preference 255)")
+        return Observed(m, b)
     if msg_type == D.DECLINE:
         req = b.first(D.REQUEST, within=b.first_message_within + 2.5)
         if req is None:
-            return Observed(None, b, failure=t.failed("the DUT never requested the address it would decline"))
+            raise Deviation("the DUT never requested the address it would decline")
         within = float(t.timing["ready_timeout_s"]) if not t.target.is_lab else 5.0
         m = b.first(D.DECLINE, within=within, since=req.time)
-        return Observed(m, b, failure=None if m else t.failed(
-            f"no Decline within {within:g} s after the Reply, although the tester answered the DUT's Duplicate "
-            f"Address Detection probe for {b.address} (RFC 8415 §18.2.8)"))
+        if m is None:
+            raise Deviation(f"no Decline within {within:g} s after the Reply, although the tester answered the DUT's "
+                            f"Duplicate Address Detection probe for {b.address} (RFC 8415 §18.2.8)")
+        return Observed(m, b)
     since = t.port.now()
     if msg_type == D.CONFIRM:
         since = b.restart()
@@ -517,5 +520,6 @@ def observe(t, msg_type: int, *, mode: str | None = None, bench: Bench | None = 
     else:
         raise ValueError(msg_type)
     m = b.first(msg_type, within=within, since=since)
-    return Observed(m, b, binding, None if m else t.failed(f"no {D.name_of(msg_type)} within {within:g} s {what}"),
-                    since=since)
+    if m is None:
+        raise Deviation(f"no {D.name_of(msg_type)} within {within:g} s {what}")
+    return Observed(m, b, binding, since=since)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
@@ -101,12 +102,12 @@ def self_generated_address_is_registered(t):
                        label=f"RA: O=1, prefix {prefix} (A=1)")
         irs = server.wait(D.INFORMATION_REQUEST, dad_window(t) + 2 * t.reply_timeout, since=since)
         if not irs:
-            return t.failed(f"no Information-request within {dad_window(t) + 2 * t.reply_timeout:g} s of an RA with "
-                            "O=1: the DUT never asked whether the network takes address registrations")
+            raise Deviation(f"no Information-request within {dad_window(t) + 2 * t.reply_timeout:g} s of an RA with "
+                             "O=1: the DUT never asked whether the network takes address registrations")
         asked = [m for m in irs if m.oro and D.OPT_ADDR_REG_ENABLE in m.oro]
         if not asked:
-            return t.failed(f"the DUT's Information-request asks for options {irs[0].oro}, not the Address "
-                            f"Registration option ({D.OPT_ADDR_REG_ENABLE}) (RFC 9686 §4.4)")
+            raise Deviation(f"the DUT's Information-request asks for options {irs[0].oro}, not the Address "
+                             f"Registration option ({D.OPT_ADDR_REG_ENABLE}) (RFC 9686 §4.4)")
         window = dad_window(t) + 2 * t.reply_timeout
         informs = server.wait(D.ADDR_REG_INFORM, window, since=since,
                               where=lambda m: any(ipaddress.IPv6Address(a.address) in prefix
@@ -114,31 +115,31 @@ def self_generated_address_is_registered(t):
                               ipaddress.IPv6Address(m.src) in prefix)
         if not informs:
             other = server.messages(D.ADDR_REG_INFORM, since)
-            return t.failed(f"no ADDR-REG-INFORM for an address in {prefix} within {window:g} s of the Reply offering "
-                            f"registration{' (others: ' + '; '.join(m.summary() for m in other) + ')' if other else ''}")
+            raise Deviation(f"no ADDR-REG-INFORM for an address in {prefix} within {window:g} s of the Reply offering "
+                             f"registration{' (others: ' + '; '.join(m.summary() for m in other) + ')' if other else ''}")
         first = informs[0]
         address = next((a.address for a in D.ia_addresses(first) if ipaddress.IPv6Address(a.address) in prefix),
                        first.src)
         problems = _judge_inform(first, address, valid, preferred)
         seen = f"{first.summary()} for {address}"
         if problems:
-            return t.failed(f"{'; '.join(problems)} ({seen})")
+            raise Deviation(f"{'; '.join(problems)} ({seen})")
         if t.p.reply:
             t.wait(FIRST_RT[1] + RT_SLACK_S)
             again = [m for m in server.messages(D.ADDR_REG_INFORM, first.time + 0.001) if m.xid == first.xid]
             if again:
-                return t.failed(f"{seen}; acknowledged with an ADDR-REG-REPLY, yet sent again "
-                                f"{again[0].time - first.time:.2f} s later (RFC 9686 §4.5: stop on the reply)")
-            return t.passed(f"{seen}; acknowledged, not repeated")
+                raise Deviation(f"{seen}; acknowledged with an ADDR-REG-REPLY, yet sent again "
+                                 f"{again[0].time - first.time:.2f} s later (RFC 9686 §4.5: stop on the reply)")
+            return t.conclude(f"{seen}; acknowledged, not repeated", [])
         more = server.wait(D.ADDR_REG_INFORM, FIRST_RT[1] + RT_SLACK_S + 0.5, since=first.time + 0.001,
                            where=lambda m: m.xid == first.xid)
         if not more:
-            return t.failed(f"{seen}; not acknowledged, and not retransmitted within {FIRST_RT[1] + RT_SLACK_S:g} s")
+            raise Deviation(f"{seen}; not acknowledged, and not retransmitted within {FIRST_RT[1] + RT_SLACK_S:g} s")
         gap = more[0].time - first.time
         t.measure("addr_reg_first_rt_s", round(gap, 3))
         if not FIRST_RT[0] - RT_SLACK_S <= gap <= FIRST_RT[1] + RT_SLACK_S:
-            return t.failed(f"{seen}; retransmitted {gap:.2f} s later, outside IRT x (1 +- 0.1) = "
-                            f"[{FIRST_RT[0]:g}, {FIRST_RT[1]:g}] s (+-{RT_SLACK_S:g} s)")
-        return t.passed(f"{seen}; retransmitted with the same transaction ID {gap:.2f} s later")
+            raise Deviation(f"{seen}; retransmitted {gap:.2f} s later, outside IRT x (1 +- 0.1) = "
+                             f"[{FIRST_RT[0]:g}, {FIRST_RT[1]:g}] s (+-{RT_SLACK_S:g} s)")
+        return t.conclude(f"{seen}; retransmitted with the same transaction ID {gap:.2f} s later", [])
     finally:
         server.stop()

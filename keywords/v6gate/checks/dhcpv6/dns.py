@@ -16,6 +16,7 @@ import secrets
 import subprocess
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
 from . import _common as X
@@ -50,8 +51,8 @@ def _resolve(t, name: str, servers: list, *, settle: float = 0.3):
 
 def _judge_dns(t, queries, output: str, *, server: str, name: str, lead: str):
     if not queries:
-        return t.failed(f"{lead}; the DUT sent no DNS query to the server(s) it was given "
-                        f"(resolver output: {output[:120] or 'nothing'})")
+        raise Deviation(f"{lead}; the DUT sent no DNS query to the server(s) it was given "
+                         f"(resolver output: {output[:120] or 'nothing'})")
     first = queries[0]
     problems = []
     if not P.same_address(first.dst, server):
@@ -88,24 +89,18 @@ def _dns_use(t, mode: str, what: str):
     b.start()
     if mode == X.STATEFUL and not what.startswith("confirm"):
         o = X.observe(t, D.RENEW, bench=b) if "update" in what else None
-        if o is not None and o.failure:
-            return o.failure
         if o is None:
-            _, fail = X.bound_or_fail(t, b)
-            if fail:
-                return fail
+            X.bound(b)
         elif b.reply_sent_for(o.message, 1.0) is None:
-            return t.failed("the tester's server did not answer the Renew")
+            raise Deviation("the tester's server did not answer the Renew")
     elif mode == X.STATELESS:
         first = b.first(D.INFORMATION_REQUEST)
         if first is None:
-            return t.failed(f"no Information-request within {b.first_message_within:g} s of an RA with M=0 O=1")
+            raise Deviation(f"no Information-request within {b.first_message_within:g} s of an RA with M=0 O=1")
         if b.reply_sent_for(first, 1.0) is None:
-            return t.failed("the tester's server did not answer the Information-request")
+            raise Deviation("the tester's server did not answer the Information-request")
     else:  # after a reboot, confirmed
         o = X.observe(t, D.CONFIRM, bench=b)
-        if o.failure:
-            return o.failure
         b.wait_usable(b.address, within=3.0)
     label = _label()
     if what in ("server", "server_order", "confirm_server"):
@@ -227,27 +222,29 @@ def lease_from_a_real_server_is_used(t):
     req = b.first(D.REQUEST, within=b.first_message_within + 3.5)
     if req is None:
         sols = b.server.messages(D.SOLICIT)
-        return t.failed(f"no Request within {b.first_message_within + 3.5:g} s ({len(sols)} Solicit(s) for Kea)")
+        raise Deviation(f"no Request within {b.first_message_within + 3.5:g} s ({len(sols)} Solicit(s) for Kea)")
     addrs = req.addresses()
     if not addrs:
-        return t.failed(f"{X.describe(req)}: the Request names no address from Kea's Advertise")
+        raise Deviation(f"{X.describe(req)}: the Request names no address from Kea's Advertise")
     address = addrs[0]
     if not b.wait_usable(address):
-        return t.failed(f"the DUT does not answer on {address}, leased from Kea")
+        raise Deviation(f"the DUT does not answer on {address}, leased from Kea")
     if t.p.what == "lease":
-        return t.passed(f"Request for {address} (Kea's pool) and the address answers Echo Requests")
+        return t.conclude(f"Request for {address} (Kea's pool) and the address answers Echo Requests", [])
     if t.p.what == "renew":
         renew = b.first(D.RENEW, within=KEA["renew"] + 2 + b.tol, since=req.time)
         if renew is None:
-            return t.failed(f"no Renew within {KEA['renew'] + 2} s of the Request (Kea's T1 is {KEA['renew']} s)")
+            raise Deviation(f"no Renew within {KEA['renew'] + 2} s of the Request (Kea's T1 is {KEA['renew']} s)")
         at = renew.time - req.time
         if abs(at - KEA["renew"]) > 0.5 + b.tol:
-            return t.failed(f"Renew {at:.2f} s after the Request, not at Kea's T1 {KEA['renew']} s")
+            raise Deviation(f"Renew {at:.2f} s after the Request, not at Kea's T1 {KEA['renew']} s")
         t.wait(max(0.0, req.time + KEA["valid"] + 1 - t.port.now()))
         ok = b.wait_usable(address, within=2.0)
         seen = f"Renew {at:.2f} s after the Request (T1 {KEA['renew']} s); {address} "
-        return t.verdict(ok, seen + ("still answers" if ok else "stopped answering") +
-                         f" after Kea's first valid lifetime of {KEA['valid']} s")
+        after = f" after Kea's first valid lifetime of {KEA['valid']} s"
+        if not ok:
+            raise Deviation(f"{seen}stopped answering{after}")
+        return t.conclude(f"{seen}still answers{after}", [])
     dns = t.node("KEADNS")
     dns.extra_addrs.append(KEA["dns"])
     label = _label()

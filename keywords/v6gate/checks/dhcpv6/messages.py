@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ...core.check import Part, check
 from ...core.context import NotApplicable
+from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
 from . import _common as X
@@ -55,8 +56,6 @@ FORMAT = {
 
 def _judge_format(t, msg_type: int):
     o = X.observe(t, msg_type)
-    if o.failure:
-        return o.failure
     m = o.message
     held = [o.bench.address] if msg_type in (D.CONFIRM, D.RENEW, D.REBIND, D.RELEASE, D.DECLINE) else None
     server = o.bench.server.duid if msg_type in (D.REQUEST, D.RENEW, D.RELEASE, D.DECLINE) else None
@@ -124,8 +123,6 @@ def confirm_carries_the_addresses_held(t):
     Address options to 0, as the server will ignore these fields"
     (RFC 8415 §18.2.3)."""
     o = X.observe(t, D.CONFIRM)
-    if o.failure:
-        return o.failure
     m = o.message
     problems = []
     held = m.addresses()
@@ -144,16 +141,18 @@ def _constants(t, msg_type: int, part: str):
     if part == "invalid_port":
         return _answer_to_wrong_port_is_ignored(t, msg_type)
     o = X.observe(t, msg_type)
-    if o.failure:
-        return o.failure
     m = o.message
     if part == "multicast":
         ok = P.same_address(m.dst, D.ALL_DHCP_RELAY_AGENTS_AND_SERVERS)
         seen = f"{m.name} sent to {m.dst} (Ethernet {m.frame.pkt.dst})"
-        return t.verdict(ok, seen if ok else f"{seen}, not to All_DHCP_Relay_Agents_and_Servers ff02::1:2")
+        if not ok:
+            raise Deviation(f"{seen}, not to All_DHCP_Relay_Agents_and_Servers ff02::1:2")
+        return t.conclude(seen, [])
     seen = f"{m.name} from UDP port {m.sport} to port {m.dport}"
     ok = m.dport == D.SERVER_PORT and m.sport == D.CLIENT_PORT
-    return t.verdict(ok, seen if ok else f"{seen}, not from {D.CLIENT_PORT} to {D.SERVER_PORT}")
+    if not ok:
+        raise Deviation(f"{seen}, not from {D.CLIENT_PORT} to {D.SERVER_PORT}")
+    return t.conclude(seen, [])
 
 
 WRONG_PORT = 33546
@@ -173,17 +172,17 @@ def _answer_to_wrong_port_is_ignored(t, msg_type: int):
     b.start()
     first = b.first(msg_type)
     if first is None:
-        return t.failed(f"no {D.name_of(msg_type)} within {b.first_message_within:g} s of the RA")
+        raise Deviation(f"no {D.name_of(msg_type)} within {b.first_message_within:g} s of the RA")
     t.note(f"every {D.name_of(answer)} goes to UDP port {WRONG_PORT} instead of {D.CLIENT_PORT}")
     window = D.EXCHANGES[msg_type].irt * (1 + D.RAND) * 2 + b.tol + t.reply_timeout
     retrans = b.first(msg_type, within=window, since=first.time + 0.01, where=lambda x: x.xid == first.xid)
     if msg_type == D.SOLICIT:
         req = b.server.messages(D.REQUEST)
         if req:
-            return t.failed(f"{X.describe(req[0])}: the client acted on an Advertise sent to UDP port {WRONG_PORT}")
+            raise Deviation(f"{X.describe(req[0])}: the client acted on an Advertise sent to UDP port {WRONG_PORT}")
     if retrans is None:
-        return t.failed(f"no retransmission of the {first.name} (xid {first.xid:#08x}) within {window:.1f} s although "
-                        f"its answer went to UDP port {WRONG_PORT}: the client accepted it or gave up")
+        raise Deviation(f"no retransmission of the {first.name} (xid {first.xid:#08x}) within {window:.1f} s although "
+                         f"its answer went to UDP port {WRONG_PORT}: the client accepted it or gave up")
     # liveness of the exchange itself: the same answer on the right port ends it
     b.server.on(msg_type, lambda m: b.server.build(answer, m))
     nxt = D.REQUEST if msg_type == D.SOLICIT else None
@@ -191,12 +190,12 @@ def _answer_to_wrong_port_is_ignored(t, msg_type: int):
             f"(xid {first.xid:#08x}) was retransmitted {retrans.time - first.time:.2f} s later")
     if nxt is not None:
         if b.server.messages(D.REQUEST):
-            return t.failed(f"a Request followed an Advertise sent to UDP port {WRONG_PORT}")
+            raise Deviation(f"a Request followed an Advertise sent to UDP port {WRONG_PORT}")
         got = b.first(nxt, within=window * 2, since=retrans.time)
         if got is None:
-            return t.failed(f"{seen}, but no Request followed a correct Advertise either: the client seems stuck")
+            raise Deviation(f"{seen}, but no Request followed a correct Advertise either: the client seems stuck")
         seen += "; a correct Advertise then got a Request"
-    return t.passed(seen)
+    return t.conclude(seen, [])
 
 
 _CONSTANT_PARTS = lambda first: [  # noqa: E731
@@ -241,8 +240,6 @@ def client_identifier_is_well_formed(t):
     the DUID's (RFC 8415 §21.2), and the DUID has one of the formats of §11.
     A client identifies itself with the same DUID in every message."""
     o = X.observe(t, D.REQUEST)
-    if o.failure:
-        return o.failure
     req = o.message
     sol = o.bench.server.messages(D.SOLICIT)[0] if o.bench.server.messages(D.SOLICIT) else None
     problems = []
@@ -269,21 +266,20 @@ def _duid_check(func_name: str, ipv6ready: str, key: str, mode: str, letters: tu
     def run(t):
         X.require_duid_type(t, key)
         o = X.observe(t, msg_type)
-        if o.failure:
-            return o.failure
         m = o.message
         if m.client_duid is None:
-            return t.failed(f"{X.describe(m)}: no Client Identifier option, so no DUID to judge")
+            raise Deviation(f"{X.describe(m)}: no Client Identifier option, so no DUID to judge")
         duid = D.parse_duid(m.client_duid)
         if duid.type != dtype:
             declared = X.settings(t.target).duid_types
             if declared is None:
                 raise NotApplicable(f"the DUT uses a {duid.name} ({duid.raw.hex(':')}); declare "
                                     f"extensions.dhcpv6.duid_types in the target file to exercise {name}")
-            return t.failed(f"the target declares {name}, but the DUT sends a {duid.name} ({duid.describe()})")
+            raise Deviation(f"the target declares {name}, but the DUT sends a {duid.name} ({duid.describe()})")
         if t.p.what == "format":
-            return t.verdict(not duid.problems, f"{duid.describe()}" + (
-                f": {'; '.join(duid.problems)}" if duid.problems else " is well formed"))
+            if duid.problems:
+                raise Deviation(f"{duid.describe()}: {'; '.join(duid.problems)}")
+            return t.conclude(f"{duid.describe()} is well formed", [])
         before = m.client_duid
         since = o.bench.restart()
         if msg_type == D.INFORMATION_REQUEST:
@@ -291,12 +287,12 @@ def _duid_check(func_name: str, ipv6ready: str, key: str, mode: str, letters: tu
         else:
             again = _first_after_restart(o.bench, since)
         if again is None:
-            return t.failed(f"no DHCPv6 message within {float(t.timing['ready_timeout_s']) + 2 * t.reply_timeout:g} s "
-                            "of the DUT's restart")
+            raise Deviation(f"no DHCPv6 message within {float(t.timing['ready_timeout_s']) + 2 * t.reply_timeout:g} s "
+                             "of the DUT's restart")
         if again.client_duid != before:
             now = D.parse_duid(again.client_duid).describe() if again.client_duid else "no Client Identifier"
-            return t.failed(f"before the restart {duid.describe()}; after it, the {again.name} carries {now}")
-        return t.passed(f"{duid.describe()} in the {m.name} before the restart and in the {again.name} after it")
+            raise Deviation(f"before the restart {duid.describe()}; after it, the {again.name} carries {now}")
+        return t.conclude(f"{duid.describe()} in the {m.name} before the restart and in the {again.name} after it", [])
 
     run.__name__ = func_name
     run.__doc__ = (f"A {name} is {layout} (RFC 8415 §11).  A DUID is stable: the client uses the same one after a "
@@ -340,8 +336,6 @@ def ia_na_is_well_formed(t):
     "In a message sent by a client to a server, the T1 and T2 fields SHOULD
     be set to 0" (RFC 8415 §21.4)."""
     o = X.observe(t, D.SOLICIT)
-    if o.failure:
-        return o.failure
     m = o.message
     problems = [p for p in m.problems if "IA_NA" in p or "IA Address" in p]
     ias = m.all(D.OPT_IA_NA)
@@ -369,24 +363,24 @@ def iaid_is_consistent_across_restarts(t):
     among the IAIDs for that IA type on the client ... The IAID MUST be
     consistent across restarts of the DHCP client" (RFC 8415 §12.1)."""
     o = X.observe(t, D.REQUEST)
-    if o.failure:
-        return o.failure
     b = o.bench
     sol = b.server.messages(D.SOLICIT)
     iaids = {m.name: [ia.iaid for ia in m.ia_nas] for m in [*sol[:1], o.message]}
     if not all(iaids.values()) or len({tuple(v) for v in iaids.values()}) != 1:
-        return t.failed(f"IAIDs differ within one exchange: {iaids}")
+        raise Deviation(f"IAIDs differ within one exchange: {iaids}")
     if not b.wait_usable(b.address):
-        return t.failed(f"the DUT does not answer on the leased address {b.address} after the Reply")
+        raise Deviation(f"the DUT does not answer on the leased address {b.address} after the Reply")
     since = b.restart()
     again = _first_after_restart(b, since)
     if again is None:
-        return t.failed("no DHCPv6 message after the DUT's restart")
+        raise Deviation("no DHCPv6 message after the DUT's restart")
     after = [ia.iaid for ia in again.ia_nas]
     before = iaids["Request"]
     ok = after == before
     seen = f"IAID {', '.join(f'{i:#010x}' for i in before)} before the restart, {', '.join(f'{i:#010x}' for i in after) or 'no IA_NA'} in the {again.name} after it"
-    return t.verdict(ok, seen)
+    if not ok:
+        raise Deviation(seen)
+    return t.conclude(seen, [])
 
 
 @check(area="dhcpv6", ipv6ready="DHCP_CONF.1.1.8", title="Server Identifier Option Format",
@@ -398,15 +392,14 @@ def request_names_the_advertising_server(t):
     """"The client MUST include a Server Identifier option (see Section
     21.3) with the identifier from the Advertise message" (RFC 8415 §18.2.2)."""
     o = X.observe(t, D.REQUEST)
-    if o.failure:
-        return o.failure
     m = o.message
     ids = m.all(D.OPT_SERVERID)
     want = o.bench.server.duid
     if len(ids) != 1:
-        return t.failed(f"{X.describe(m)}: {len(ids)} Server Identifier options, not 1")
-    return t.verdict(ids[0].data == want, f"Server Identifier {ids[0].data.hex(':')}" + (
-        " is the advertising server's DUID" if ids[0].data == want else f", not the server's DUID {want.hex(':')}"))
+        raise Deviation(f"{X.describe(m)}: {len(ids)} Server Identifier options, not 1")
+    if ids[0].data != want:
+        raise Deviation(f"Server Identifier {ids[0].data.hex(':')}, not the server's DUID {want.hex(':')}")
+    return t.conclude(f"Server Identifier {ids[0].data.hex(':')} is the advertising server's DUID", [])
 
 
 @check(area="dhcpv6", ipv6ready="DHCP_CONF.1.1.9", title="IA Address Option Format",
@@ -421,8 +414,6 @@ def ia_address_is_well_formed(t):
     server, the preferred-lifetime and valid-lifetime fields SHOULD be set to
     0" (§21.6)."""
     o = X.observe(t, D.RENEW)
-    if o.failure:
-        return o.failure
     m = o.message
     problems = [p for p in m.problems if "IA" in p]
     addrs = [a for ia in m.ia_nas for a in ia.addresses]
@@ -461,8 +452,8 @@ def elapsed_time_is_reported(t):
         sols = b.wait(D.SOLICIT, b.first_message_within + 1.1 + 2.2 + 2 * b.tol, count=3)
         sols = [m for m in sols if m.xid == sols[0].xid] if sols else []
         if len(sols) < 3:
-            return t.failed(f"{len(sols)} Solicit(s) with one transaction ID within "
-                            f"{b.first_message_within + 3.3 + 2 * b.tol:.1f} s; three needed")
+            raise Deviation(f"{len(sols)} Solicit(s) with one transaction ID within "
+                             f"{b.first_message_within + 3.3 + 2 * b.tol:.1f} s; three needed")
         problems, seen = [], []
         for m in sols:
             real = (m.time - sols[0].time) * 100
@@ -474,23 +465,21 @@ def elapsed_time_is_reported(t):
         text = "Elapsed Time " + ", ".join(seen)
         return t.conclude(text, problems)
     o = X.observe(t, t.p.msg)
-    if o.failure:
-        return o.failure
     m = o.message
     ets = m.all(D.OPT_ELAPSED_TIME)
     if len(ets) != 1:
-        return t.failed(f"{X.describe(m)}: {len(ets)} Elapsed Time options, not 1")
+        raise Deviation(f"{X.describe(m)}: {len(ets)} Elapsed Time options, not 1")
     if len(ets[0].data) != 2:
-        return t.failed(f"{X.describe(m)}: the Elapsed Time option is {len(ets[0].data)} octets, not 2")
-    return t.verdict(m.elapsed == 0, f"the first {m.name} carries Elapsed Time {m.elapsed / 100:.2f} s"
-                     + ("" if m.elapsed == 0 else ", not 0"))
+        raise Deviation(f"{X.describe(m)}: the Elapsed Time option is {len(ets[0].data)} octets, not 2")
+    seen = f"the first {m.name} carries Elapsed Time {m.elapsed / 100:.2f} s"
+    if m.elapsed != 0:
+        raise Deviation(f"{seen}, not 0")
+    return t.conclude(seen, [])
 
 
 # -- Option Request option for the DNS configuration (RFC 3646 with RFC 8415 §21.7) --------------------------
 def _oro(t, msg_type: int, want: int, *, must_carry: bool):
     o = X.observe(t, msg_type)
-    if o.failure:
-        return o.failure
     m = o.message
     problems = [p for p in X.judge_message(m, mode=o.bench.mode) if "Option Request" in p or "RFC 3646" in p
                 or "octets" in p]

@@ -11,6 +11,7 @@ proves it both ways against the project's own simulated client
 from __future__ import annotations
 
 from ...core.check import check
+from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net.nd import fresh_prefix, pd_preferred, prefix_option, router_advertisement
 from .._observe import dad_window
@@ -45,10 +46,10 @@ def p_flag_starts_prefix_delegation(t):
     finally:
         server.stop()
     if not solicits:
-        return t.failed(f"no Solicit within {window:g} s of an RA whose prefix has P=1: the DUT did not request a "
-                        "delegated prefix")
+        raise Deviation(f"no Solicit within {window:g} s of an RA whose prefix has P=1: the DUT did not request a "
+                         "delegated prefix")
     first = solicits[0]
     if first.opt(D.OPT_IA_PD) is None:
-        return t.failed(f"the DUT's Solicit carries no IA_PD ({first.summary()}): it asked for something, not a "
-                        "delegated prefix")
-    return t.passed(f"{first.summary()} {first.time - since:.2f} s after the RA")
+        raise Deviation(f"the DUT's Solicit carries no IA_PD ({first.summary()}): it asked for something, not a "
+                         "delegated prefix")
+    return t.conclude(f"{first.summary()} {first.time - since:.2f} s after the RA", [])

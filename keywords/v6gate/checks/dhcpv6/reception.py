@@ -21,6 +21,7 @@ from scapy.packet import Raw
 
 from ...core.check import Part, check
 from ...core.context import NotApplicable
+from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
 from . import _common as X
@@ -33,8 +34,9 @@ CFG = X.DUT_CONFIG
 def _usable(t, b: X.Bench, address: str, what: str):
     """PASS when the address answers (it is in use), with ``what`` said."""
     ok = b.wait_usable(address, within=2.0 + t.reply_timeout)
-    return t.verdict(ok, f"{what}; {address} answers Echo Requests" if ok else
-                     f"{what}; {address} does not answer Echo Requests")
+    if not ok:
+        raise Deviation(f"{what}; {address} does not answer Echo Requests")
+    return t.conclude(f"{what}; {address} answers Echo Requests", [])
 
 
 def _no_new_leases(b: X.Bench) -> None:
@@ -89,24 +91,26 @@ def reply_completes_each_exchange(t):
         b = X.Bench(t)
         req = b.first(D.REQUEST, within=b.first_message_within + 2.5)
         if req is None:
-            return t.failed("no Request after the Advertise (preference 255)")
+            raise Deviation("no Request after the Advertise (preference 255)")
         ok = b.wait_usable(b.address)
         retrans = [m for m in b.server.messages(D.REQUEST, since=req.time + 0.01) if m.xid == req.xid]
         seen = f"Reply sent to the Request (xid {req.xid:#08x}); {b.address} " + ("answers" if ok else "does not answer")
         if retrans:
-            return t.failed(f"{seen}; but the Request was retransmitted after the Reply")
-        return t.verdict(ok, seen)
+            raise Deviation(f"{seen}; but the Request was retransmitted after the Reply")
+        if not ok:
+            raise Deviation(seen)
+        return t.conclude(seen, [])
     if how == "confirm":
         o = X.observe(t, D.CONFIRM)
-        if o.failure:
-            return o.failure
         b = o.bench
         ok = b.wait_usable(b.address, within=3.0 + t.reply_timeout)
         sol = b.server.messages(D.SOLICIT, since=o.message.time)
         seen = f"Reply (Success) to the Confirm; {b.address} " + ("answers" if ok else "does not answer")
         if sol:
-            return t.failed(f"{seen}; but the client solicited again {sol[0].time - o.message.time:.2f} s later")
-        return t.verdict(ok, seen)
+            raise Deviation(f"{seen}; but the client solicited again {sol[0].time - o.message.time:.2f} s later")
+        if not ok:
+            raise Deviation(seen)
+        return t.conclude(seen, [])
     if how in ("renew", "rebind"):
         msg = D.RENEW if how == "renew" else D.REBIND
         b = X.Bench(t, start=False, t1=1, t2=4 if how == "renew" else 2, preferred=6, valid=6)
@@ -115,8 +119,6 @@ def reply_completes_each_exchange(t):
         b.server.on(msg, lambda m: b.server.reply(m, t1=200, t2=300, addresses=[(b.address, 400, 500)]))
         b.start()
         o = X.observe(t, msg, bench=b)
-        if o.failure:
-            return o.failure
         first = o.message
         _no_new_leases(b)
         t.wait(max(0.0, o.binding.reply_at + 6 + 1 - t.port.now()))
@@ -124,21 +126,20 @@ def reply_completes_each_exchange(t):
         later = b.server.messages(D.REBIND if msg == D.RENEW else D.SOLICIT, since=first.time)
         if again or later:
             what = f"the {first.name} was retransmitted" if again else f"a {later[0].name} followed"
-            return t.failed(f"Reply (lifetimes 400/500 s) sent to the {first.name}; {what} anyway")
+            raise Deviation(f"Reply (lifetimes 400/500 s) sent to the {first.name}; {what} anyway")
         return _usable(t, b, b.address, f"Reply (lifetimes 400/500 s) to the {first.name}; 7 s after the lease's "
                                          "first valid lifetime of 6 s began")
     msg = D.RELEASE if how == "release" else D.DECLINE
     o = X.observe(t, msg)
-    if o.failure:
-        return o.failure
     b = o.bench
     t.wait(max(0.0, o.message.time + 1.1 + b.tol + 0.5 - t.port.now()))
     again = [m for m in b.server.messages(msg, since=o.message.time + 0.01) if m.xid == o.message.xid]
     if again:
-        return t.failed(f"Reply (Success) sent to the {o.message.name}; retransmitted "
-                        f"{again[0].time - o.message.time:.2f} s later anyway")
-    return b.not_in_use(b.address, what=f"Echo Reply from the {'released' if how == 'release' else 'declined'} "
-                                        f"address {b.address}")
+        raise Deviation(f"Reply (Success) sent to the {o.message.name}; retransmitted "
+                         f"{again[0].time - o.message.time:.2f} s later anyway")
+    problems, seen = b.not_in_use(b.address, what=f"Echo Reply from the {'released' if how == 'release' else 'declined'}"
+                                                  f" address {b.address}")
+    return t.conclude(seen, problems)
 
 
 @check(area="dhcpv6", ipv6ready="DHCP_CONF.1.2.7", title="Transmission of Release Messages",
@@ -152,9 +153,8 @@ def released_address_is_no_longer_used(t):
     the client begins the Release message exchange process" (RFC 8415
     §18.2.7)."""
     o = X.observe(t, D.RELEASE)
-    if o.failure:
-        return o.failure
-    return o.bench.not_in_use(o.bench.address, what=f"Echo Reply from the released address {o.bench.address}")
+    problems, seen = o.bench.not_in_use(o.bench.address, what=f"Echo Reply from the released address {o.bench.address}")
+    return t.conclude(seen, problems)
 
 
 @check(area="dhcpv6", ipv6ready="DHCP_CONF.1.2.8", title="Transmission of Decline Messages",
@@ -169,11 +169,10 @@ def declined_address_is_not_used(t):
     Decline message or in any subsequently transmitted message" (RFC 8415
     §18.2.8, RFC 4862 §5.4.5)."""
     o = X.observe(t, D.DECLINE)
-    if o.failure:
-        return o.failure
     b = o.bench
     b.defended.discard(b.address)  # from now on the address is free: only the DUT could answer for it
-    return b.not_in_use(b.address, what=f"Echo Reply from the declined address {b.address}")
+    problems, seen = b.not_in_use(b.address, what=f"Echo Reply from the declined address {b.address}")
+    return t.conclude(seen, problems)
 
 
 # -- Advertise ---------------------------------------------------------------------------------------------------
@@ -202,11 +201,13 @@ def most_preferred_advertise_is_chosen(t):
     b.start()
     req = b.first(D.REQUEST, within=b.first_message_within + 2.5)
     if req is None:
-        return t.failed("no Request after two Advertise messages (preferences 10 and 200)")
+        raise Deviation("no Request after two Advertise messages (preferences 10 and 200)")
     chose = "preference 200" if req.server_duid == other.duid else \
         "preference 10" if req.server_duid == b.server.duid else f"an unknown server {req.server_duid!r}"
-    return t.verdict(req.server_duid == other.duid, f"Advertise with preference 10 then 200 to the Solicit; the "
-                                                     f"Request names the server with {chose}")
+    seen = f"Advertise with preference 10 then 200 to the Solicit; the Request names the server with {chose}"
+    if req.server_duid != other.duid:
+        raise Deviation(seen)
+    return t.conclude(seen, [])
 
 
 @check(area="dhcpv6", title="Advertise with preference 255 is acted on at once", rfc="RFC 8415 §18.2.9",
@@ -223,17 +224,19 @@ def advertise_with_preference_255_is_acted_on_at_once(t):
     b = X.Bench(t, preference=255)
     sol = b.first(D.SOLICIT)
     if sol is None:
-        return t.failed(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
+        raise Deviation(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
     req = b.first(D.REQUEST, within=3.0, since=sol.time)
     if req is None:
-        return t.failed("no Request within 3 s of an Advertise with preference 255")
+        raise Deviation("no Request within 3 s of an Advertise with preference 255")
     delay = req.time - sol.time
     # at once: well before the first RT (> 1 s) a collecting client would wait out
     at_once = min(D.EXCHANGES[D.SOLICIT].irt / 2, t.reply_timeout)
     ok = delay < at_once
-    return t.verdict(ok, f"Request {delay:.3f} s after the Solicit its Advertise (preference 255) answered"
-                     + ("" if ok else f": not at once (more than {at_once:g} s; a client waiting out its first RT "
-                                      "requests after at least 1 s)"))
+    seen = f"Request {delay:.3f} s after the Solicit its Advertise (preference 255) answered"
+    if not ok:
+        raise Deviation(f"{seen}: not at once (more than {at_once:g} s; a client waiting out its first RT requests "
+                        "after at least 1 s)")
+    return t.conclude(seen, [])
 
 
 @check(area="dhcpv6", title="Advertise without addresses is ignored", rfc="RFC 8415 §18.2.9",
@@ -258,13 +261,13 @@ def advertise_without_addresses_is_ignored(t):
     b.start()
     req = b.first(D.REQUEST, within=b.first_message_within + 1.1 * 3 + b.tol)
     if req is None:
-        return t.failed("no Request at all, even after an Advertise with an address")
+        raise Deviation("no Request at all, even after an Advertise with an address")
     sols = b.server.messages(D.SOLICIT)
     if len(sols) < 2 or req.time < sols[1].time:
-        return t.failed(f"{X.describe(req)}: requested from the Advertise with NoAddrsAvail (before any "
-                        "retransmission of the Solicit)")
-    return t.passed(f"Advertise with NoAddrsAvail to the first Solicit ignored; the Request followed the Advertise "
-                    f"to Solicit #{len([s for s in sols if s.time <= req.time])}")
+        raise Deviation(f"{X.describe(req)}: requested from the Advertise with NoAddrsAvail (before any "
+                         "retransmission of the Solicit)")
+    return t.conclude(f"Advertise with NoAddrsAvail to the first Solicit ignored; the Request followed the Advertise "
+                       f"to Solicit #{len([s for s in sols if s.time <= req.time])}", [])
 
 
 # -- Reply processing ------------------------------------------------------------------------------------------
@@ -301,16 +304,16 @@ def reply_updates_the_ia(t):
         b = X.Bench(t, start=False, t1=2, t2=4, preferred=60, valid=80)
         b.server.on(D.RENEW, None)
         b.start()
-        bnd, fail = X.bound_or_fail(t, b)
-        if fail:
-            return fail
+        bnd = X.bound(b)
         renew = b.first(D.RENEW, within=max(0.0, bnd.reply_at + 2 - t.port.now()) + 1 + b.tol, since=bnd.reply_at)
         rebind = b.first(D.REBIND, within=max(0.0, bnd.reply_at + 4 - t.port.now()) + 1 + b.tol, since=bnd.reply_at)
         at = {k: (m.time - bnd.reply_at if m else None) for k, m in (("Renew", renew), ("Rebind", rebind))}
         seen = "; ".join(f"{k} at +{v:.2f} s" if v is not None else f"no {k}" for k, v in at.items())
         ok = at["Renew"] is not None and abs(at["Renew"] - 2) <= 0.2 + b.tol and at["Rebind"] is not None and \
             abs(at["Rebind"] - 4) <= 0.4 + b.tol
-        return t.verdict(ok, f"T1 2 s, T2 4 s in the Reply; {seen}" + ("" if ok else " (not at T1 / T2)"))
+        if not ok:
+            raise Deviation(f"T1 2 s, T2 4 s in the Reply; {seen} (not at T1 / T2)")
+        return t.conclude(f"T1 2 s, T2 4 s in the Reply; {seen}", [])
     # T1 3 s: the first Renew comes after bind() has seen the address work
     b = X.Bench(t, start=False, t1=3, t2=60, preferred=6, valid=6)
     extra = P.address_in(b.prefix, P.random_iid())
@@ -324,8 +327,6 @@ def reply_updates_the_ia(t):
     b.server.on(D.RENEW, replies[how])
     b.start()
     o = X.observe(t, D.RENEW, bench=b)
-    if o.failure:
-        return o.failure
     t.note(f"Reply to the Renew: {how}")
     _no_new_leases(b)
     if how == "new":
@@ -336,9 +337,10 @@ def reply_updates_the_ia(t):
                                         "valid lifetime of 6 s began")
     if how == "zero":
         if not b.wait_usable(extra, within=2.0 + t.reply_timeout):
-            return t.failed(f"the client did not act on the Reply to the Renew: the new address {extra} does not "
-                            "answer either")
-        return b.not_in_use(b.address, what=f"Echo Reply from {b.address}, given a valid lifetime of 0")
+            raise Deviation(f"the client did not act on the Reply to the Renew: the new address {extra} does not "
+                             "answer either")
+        problems, seen = b.not_in_use(b.address, what=f"Echo Reply from {b.address}, given a valid lifetime of 0")
+        return t.conclude(seen, problems)
     t.wait(max(0.0, o.message.time + 1.0 - t.port.now()))
     return _usable(t, b, b.address, "Reply to the Renew with an IA_NA that lists no address")
 
@@ -434,37 +436,43 @@ def _status_to_request(t, how: str):
     b.start()
     req = b.first(D.REQUEST, within=b.first_message_within + 2.5)
     if req is None:
-        return t.failed("no Request after the Advertise (preference 255)")
+        raise Deviation("no Request after the Advertise (preference 255)")
     sent = b.reply_sent_for(req, 1.0) or req.time
     code = {"unspecfail_request": "UnspecFail", "usemulticast": "UseMulticast", "notonlink_request": "NotOnLink",
             "noaddrsavail": "NoAddrsAvail"}[how]
     lead = f"Reply with {code} to the Request (xid {req.xid:#08x})"
     if how == "noaddrsavail":
-        return b.not_in_use(b.address, what=f"Echo Reply from {b.address}, which the Reply ({code}) did not lease")
+        problems, seen = b.not_in_use(b.address, what=f"Echo Reply from {b.address}, which the Reply ({code}) did not lease")
+        return t.conclude(seen, problems)
     within = D.EXCHANGES[D.REQUEST].irt * (1 + D.RAND) + b.tol + t.reply_timeout
     # from the instant the Reply left (no margin after it: a client that answers within a millisecond,
     # as the simulated ones do on a quiet machine, must be seen; the Request itself arrived before it)
     nxt = _next_from_client(b, sent, within + (1.0 if how == "notonlink_request" else 0.0))
     if how == "unspecfail_request":
         if nxt is None:
-            return t.passed(f"{lead}; no message within {within:.1f} s (the client waits)")
+            return t.conclude(f"{lead}; no message within {within:.1f} s (the client waits)", [])
         gap = nxt.time - sent
         ok = gap >= 0.9 * D.EXCHANGES[D.REQUEST].irt - b.tol / 2
-        return t.verdict(ok, f"{lead}; next message {nxt.name} {gap:.2f} s later"
-                         + ("" if ok else ": not rate-limited"))
+        seen = f"{lead}; next message {nxt.name} {gap:.2f} s later"
+        if not ok:
+            raise Deviation(f"{seen}: not rate-limited")
+        return t.conclude(seen, [])
     if how == "usemulticast":
         if nxt is None or nxt.type != D.REQUEST:
-            return t.failed(f"{lead}; {'no Request' if nxt is None else nxt.name} within {within:.1f} s")
+            raise Deviation(f"{lead}; {'no Request' if nxt is None else nxt.name} within {within:.1f} s")
         ok = P.same_address(nxt.dst, D.ALL_DHCP_RELAY_AGENTS_AND_SERVERS)
-        return t.verdict(ok, f"{lead}; the Request was sent again {nxt.time - sent:.2f} s later to {nxt.dst}")
+        seen = f"{lead}; the Request was sent again {nxt.time - sent:.2f} s later to {nxt.dst}"
+        if not ok:
+            raise Deviation(seen)
+        return t.conclude(seen, [])
     # NotOnLink to a Request
     if nxt is None:
-        return t.failed(f"{lead}; no Solicit or Request without the address within {within + 1:.1f} s")
+        raise Deviation(f"{lead}; no Solicit or Request without the address within {within + 1:.1f} s")
     if nxt.type == D.REQUEST and any(P.same_address(a, b.address) for a in nxt.addresses()):
-        return t.failed(f"{lead}; the client asked for the same address again: {X.describe(nxt)}")
+        raise Deviation(f"{lead}; the client asked for the same address again: {X.describe(nxt)}")
     if nxt.type not in (D.SOLICIT, D.REQUEST):
-        return t.failed(f"{lead}; then {X.describe(nxt)}")
-    return t.passed(f"{lead}; then a {nxt.name} {nxt.time - sent:.2f} s later without the address")
+        raise Deviation(f"{lead}; then {X.describe(nxt)}")
+    return t.conclude(f"{lead}; then a {nxt.name} {nxt.time - sent:.2f} s later without the address", [])
 
 
 def _status_to_confirm(t, how: str):
@@ -473,23 +481,23 @@ def _status_to_confirm(t, how: str):
         b.server.on(D.CONFIRM, lambda m: b.server.reply(m, ia=False, status=(D.NOT_ON_LINK, "moved")))
     b.start()
     o = X.observe(t, D.CONFIRM, bench=b)
-    if o.failure:
-        return o.failure
     sent = b.reply_sent_for(o.message, 1.0) or o.message.time
     if how == "success_confirm":
         t.wait(max(0.0, sent + 1 + D.EXCHANGES[D.SOLICIT].max_delay + b.tol - t.port.now()))
         sol = b.server.messages(D.SOLICIT, since=sent)
         if sol:
-            return t.failed(f"Reply with Success to the Confirm; the client solicited {sol[0].time - sent:.2f} s later")
+            raise Deviation(f"Reply with Success to the Confirm; the client solicited {sol[0].time - sent:.2f} s later")
         return _usable(t, b, b.address, "Reply with Success to the Confirm; no Solicit")
     b.server.on(D.SOLICIT, None)  # the lease must not come back
     within = D.EXCHANGES[D.SOLICIT].max_delay + b.tol + t.reply_timeout + 1
     sol = b.first(D.SOLICIT, within=within, since=sent)
     if sol is None:
-        return t.failed(f"Reply with NotOnLink to the Confirm; no Solicit within {within:.1f} s")
-    out = b.not_in_use(b.address, what=f"Echo Reply from {b.address} after NotOnLink")
-    return t.verdict(out.verdict == "PASS", f"Reply with NotOnLink to the Confirm; Solicit {sol.time - sent:.2f} s "
-                                             f"later; {out.seen}")
+        raise Deviation(f"Reply with NotOnLink to the Confirm; no Solicit within {within:.1f} s")
+    problems, gone = b.not_in_use(b.address, what=f"Echo Reply from {b.address} after NotOnLink")
+    seen = f"Reply with NotOnLink to the Confirm; Solicit {sol.time - sent:.2f} s later; {gone}"
+    if problems:
+        raise Deviation(seen)
+    return t.conclude(seen, [])
 
 
 def _status_to_renew_or_rebind(t, how: str):
@@ -513,8 +521,6 @@ def _status_to_renew_or_rebind(t, how: str):
     b.server.on(msg, first_bad)
     b.start()
     o = X.observe(t, msg, bench=b)
-    if o.failure:
-        return o.failure
     first = o.message
     sent = b.reply_sent_for(first, 1.0) or first.time
     code = "NoBinding in the IA" if how.startswith("nobinding") else "no IA" if how.startswith("missing") else \
@@ -525,21 +531,21 @@ def _status_to_renew_or_rebind(t, how: str):
         req = b.first(D.REQUEST, within=within, since=sent)
         if req is None:
             nxt = _next_from_client(b, sent, 0.1)
-            return t.failed(f"{lead}; no Request within {within:.1f} s" + (f" (sent {nxt.name})" if nxt else ""))
-        return t.passed(f"{lead}; Request {req.time - sent:.2f} s later")
+            raise Deviation(f"{lead}; no Request within {within:.1f} s" + (f" (sent {nxt.name})" if nxt else ""))
+        return t.conclude(f"{lead}; Request {req.time - sent:.2f} s later", [])
     ex = D.EXCHANGES[msg]
     within = ex.irt * (1 + D.RAND) + b.tol + t.reply_timeout
     nxt = b.first(msg, within=within, since=sent)  # no margin: see _status_to_request
     if nxt is None:
-        return t.failed(f"{lead}; no further {first.name} within {within:.1f} s")
+        raise Deviation(f"{lead}; no further {first.name} within {within:.1f} s")
     gap = nxt.time - sent
     ok = gap >= 0.9 - b.tol / 2
     seen = f"{lead}; next {nxt.name} {gap:.2f} s later"
     if not ok:
-        return t.failed(f"{seen}: not rate-limited")
+        raise Deviation(f"{seen}: not rate-limited")
     if how == "unspecfail_renew":
         return _usable(t, b, b.address, seen)
-    return t.passed(seen)
+    return t.conclude(seen, [])
 
 
 # -- invalid Advertise and Reply ------------------------------------------------------------------------------
@@ -584,20 +590,20 @@ def invalid_advertise_is_discarded(t):
     b.start()
     first = b.first(D.SOLICIT)
     if first is None:
-        return t.failed(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
+        raise Deviation(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
     window = D.EXCHANGES[D.SOLICIT].irt * (1 + D.RAND) * 3 + b.tol + t.reply_timeout
     t.wait(max(0.0, first.time + window - t.port.now()))
     reqs = b.server.messages(D.REQUEST)
     lead = f"every Solicit answered with an Advertise with {INVALID[t.p.what][0]}"
     if reqs:
-        return t.failed(f"{lead}; the client sent {X.describe(reqs[0])}")
+        raise Deviation(f"{lead}; the client sent {X.describe(reqs[0])}")
     sols = [m for m in b.server.messages(D.SOLICIT) if m.xid == first.xid]
     if len(sols) < 2:
-        return t.failed(f"{lead}; no Request, but no Solicit retransmission either within {window:.1f} s")
+        raise Deviation(f"{lead}; no Request, but no Solicit retransmission either within {window:.1f} s")
     b.server.on(D.SOLICIT, lambda m: b.server.advertise(m))
     if b.first(D.REQUEST, within=window, since=sols[-1].time) is None:
-        return t.failed(f"{lead}; the client ignored them, but did not request after a valid Advertise either")
-    return t.passed(f"{lead}; no Request for {window:.1f} s ({len(sols)} Solicits), then a valid Advertise got one")
+        raise Deviation(f"{lead}; the client ignored them, but did not request after a valid Advertise either")
+    return t.conclude(f"{lead}; no Request for {window:.1f} s ({len(sols)} Solicits), then a valid Advertise got one", [])
 
 
 def _invalid_reply(t, mode: str, what: str):
@@ -608,17 +614,18 @@ def _invalid_reply(t, mode: str, what: str):
     b.start()
     first = b.first(msg, within=b.first_message_within + (0 if stateless else 2.5))
     if first is None:
-        return t.failed(f"no {D.name_of(msg)} within {b.first_message_within:g} s")
+        raise Deviation(f"no {D.name_of(msg)} within {b.first_message_within:g} s")
     lead = f"Reply with {INVALID[what][0]} to the {first.name}"
     if what in ("t1_gt_t2", "pref_gt_valid"):
-        return b.not_in_use(b.address, what=f"Echo Reply from {b.address}, leased only by that invalid Reply")
+        problems, seen = b.not_in_use(b.address, what=f"Echo Reply from {b.address}, leased only by that invalid Reply")
+        return t.conclude(seen, problems)
     within = D.EXCHANGES[msg].irt * (1 + D.RAND) + b.tol + t.reply_timeout
     again = b.first(msg, within=within, since=first.time + 0.01, where=lambda m: m.xid == first.xid)
     if again is None:
-        return t.failed(f"{lead}; no retransmission of the {first.name} within {within:.1f} s: the client took it")
+        raise Deviation(f"{lead}; no retransmission of the {first.name} within {within:.1f} s: the client took it")
     if not stateless and b.echo(b.address, within=0.5):
-        return t.failed(f"{lead}; retransmitted, but {b.address} answers: the address was configured")
-    return t.passed(f"{lead}; the {first.name} was retransmitted {again.time - first.time:.2f} s later")
+        raise Deviation(f"{lead}; retransmitted, but {b.address} answers: the address was configured")
+    return t.conclude(f"{lead}; the {first.name} was retransmitted {again.time - first.time:.2f} s later", [])
 
 
 @check(area="dhcpv6", ipv6ready="DHCP_CONF.1.3.5", title="Reception of Invalid Reply Message",
@@ -691,13 +698,11 @@ def _validation_parts():
 def _client_discards(t, mode: str):
     b = X.Bench(t, mode=mode, t1=300, t2=400, preferred=500, valid=600)
     if mode == X.STATEFUL:
-        _, fail = X.bound_or_fail(t, b)
-        if fail:
-            return fail
+        X.bound(b)
     else:
         first = b.first(D.INFORMATION_REQUEST)
         if first is None:
-            return t.failed(f"no Information-request within {b.first_message_within:g} s of an RA with M=0 O=1")
+            raise Deviation(f"no Information-request within {b.first_message_within:g} s of an RA with M=0 O=1")
         t.wait(0.3)
     kind = t.p.kind
     payload = _stray(b, kind, b.server.messages()[0].client_duid if b.server.messages() else None)
@@ -710,7 +715,7 @@ def _client_discards(t, mode: str):
                            what=f"DHCPv6 message in answer to a {D.name_of(kind)}", liveness="ns")
     stray = [m for m in b.server.messages(since=since)]
     if out.verdict == "PASS" and stray:
-        return t.failed(f"the client sent {X.describe(stray[0])} after the {D.name_of(kind)}")
+        raise Deviation(f"the client sent {X.describe(stray[0])} after the {D.name_of(kind)}")
     return out
 
 
@@ -749,9 +754,7 @@ def reconfigure_without_authentication_is_discarded(t):
     §16.11); a client acts on a Reconfigure only with the reconfigure key
     the server gave it (§20.4)."""
     b = X.Bench(t, t1=300, t2=400, preferred=500, valid=600)
-    bnd, fail = X.bound_or_fail(t, b)
-    if fail:
-        return fail
+    bnd = X.bound(b)
     payload = D.message(D.RECONFIGURE, 0, [D.opt(D.OPT_SERVERID, b.server.duid), D.opt(D.OPT_CLIENTID, bnd.duid),
                                            D.opt(D.OPT_RECONF_MSG, bytes([D.RENEW]))])
     probe = b.server.frame(payload, t.dut.link_local)
@@ -762,7 +765,7 @@ def reconfigure_without_authentication_is_discarded(t):
                            within=t.silence + 1.0, liveness="ns")
     got = b.server.messages(D.RENEW, since=since)
     if out.verdict == "PASS" and got:
-        return t.failed(f"Reconfigure without authentication; the client sent {X.describe(got[0])}")
+        raise Deviation(f"Reconfigure without authentication; the client sent {X.describe(got[0])}")
     return out
 
 
@@ -790,16 +793,17 @@ def rapid_commit_reply_is_accepted(t):
     b.start()
     sol = b.first(D.SOLICIT)
     if sol is None:
-        return t.failed(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
+        raise Deviation(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
     if sol.opt(D.OPT_RAPID_COMMIT) is None:
         raise NotApplicable("the DUT's Solicit carries no Rapid Commit option (it does not offer it)")
     ok = b.wait_usable(b.address)
     t.wait(0.5)
     reqs = b.server.messages(D.REQUEST)
     if reqs:
-        return t.failed(f"Reply with Rapid Commit to the Solicit; the client sent a Request anyway: {X.describe(reqs[0])}")
-    return t.verdict(ok, f"Reply with Rapid Commit to the Solicit; no Request; {b.address} "
-                         + ("answers" if ok else "does not answer"))
+        raise Deviation(f"Reply with Rapid Commit to the Solicit; the client sent a Request anyway: {X.describe(reqs[0])}")
+    if not ok:
+        raise Deviation(f"Reply with Rapid Commit to the Solicit; no Request; {b.address} does not answer")
+    return t.conclude(f"Reply with Rapid Commit to the Solicit; no Request; {b.address} answers", [])
 
 
 @check(area="dhcpv6", title="The RA's M and O flags start DHCPv6", rfc="RFC 4861 §4.2; RFC 8415 §18",
@@ -821,7 +825,7 @@ def ra_flags_start_dhcpv6(t):
     wrong = b.server.messages(other)
     flags = "M=1 O=1" if t.p.mode == X.STATEFUL else "M=0 O=1"
     if wrong:
-        return t.failed(f"RA with {flags}; the client sent {X.describe(wrong[0])}")
+        raise Deviation(f"RA with {flags}; the client sent {X.describe(wrong[0])}")
     if got is None:
-        return t.failed(f"RA with {flags}; no {D.name_of(want)} within {b.first_message_within:g} s")
-    return t.passed(f"RA with {flags}; {D.name_of(want)} {got.time - b.started_at:.2f} s later, no {D.name_of(other)}")
+        raise Deviation(f"RA with {flags}; no {D.name_of(want)} within {b.first_message_within:g} s")
+    return t.conclude(f"RA with {flags}; {D.name_of(want)} {got.time - b.started_at:.2f} s later, no {D.name_of(other)}", [])

@@ -23,6 +23,7 @@ import itertools
 import struct
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from . import _common as X
 
@@ -37,7 +38,15 @@ def _intervals(t, b: X.Bench, msg_type: int, first: D.Message, count: int, *, mr
                lead: str = "", spread: float = D.GROWTH_SPREAD):
     """Collect ``count`` transmissions of ``first``'s exchange and judge the
     intervals (RFC 8415 §15; the doubling within ``spread``·RT, see
-    net/dhcpv6.GROWTH_SPREAD)."""
+    net/dhcpv6.GROWTH_SPREAD): the check's verdict."""
+    problems, seen = _judge_intervals(t, b, msg_type, first, count, mrt=mrt, lead=lead, spread=spread)
+    return t.conclude(seen, problems)
+
+
+def _judge_intervals(t, b: X.Bench, msg_type: int, first: D.Message, count: int, *, mrt: float | None = None,
+                     lead: str = "", spread: float = D.GROWTH_SPREAD) -> tuple[list[str], str]:
+    """(problems, seen) of ``_intervals``: a problem is the whole account of
+    the transmissions."""
     ex = D.EXCHANGES[msg_type]
     mrt = ex.mrt if mrt is None else mrt
     budget = sum(_rt_upper(ex, k, mrt) for k in range(1, count)) + b.tol * count + t.reply_timeout
@@ -52,8 +61,12 @@ def _intervals(t, b: X.Bench, msg_type: int, first: D.Message, count: int, *, mr
         limit = _rt_upper(ex, len(times), mrt) + b.tol
         why = (f"then nothing for {quiet:.1f} s, longer than the next RT may be ({limit:.1f} s"
                + (f", MRT {mrt:g} s + 10%)" if mrt else ")"))
-        return t.failed(f"{seen}; {why}" + (f"; also {'; '.join(j.problems)}" if j.problems else ""))
-    return t.failed(f"{seen}: {'; '.join(j.problems)}") if j.problems else t.passed(seen)
+        text = f"{seen}; {why}" + (f"; also {'; '.join(j.problems)}" if j.problems else "")
+        return [text], text
+    if j.problems:
+        text = f"{seen}: {'; '.join(j.problems)}"
+        return [text], text
+    return [], seen
 
 
 def _count_until_quiet(t, b: X.Bench, msg_type: int, first: D.Message, enough: int):
@@ -116,13 +129,13 @@ def solicit_is_retransmitted_with_backoff(t):
     b.start()
     first = b.first(D.SOLICIT)
     if first is None:
-        return t.failed(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
+        raise Deviation(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
     if t.p.how == "same":
         again = b.first(D.SOLICIT, within=D.EXCHANGES[D.SOLICIT].irt * 1.1 + b.tol + t.reply_timeout,
                         since=first.time + 0.01)
         if again is None:
-            return t.failed(f"the Solicit (xid {first.xid:#08x}) was not retransmitted within "
-                            f"{1.1 + b.tol + t.reply_timeout:.1f} s")
+            raise Deviation(f"the Solicit (xid {first.xid:#08x}) was not retransmitted within "
+                             f"{1.1 + b.tol + t.reply_timeout:.1f} s")
         problems = []
         if again.xid != first.xid:
             problems.append(f"transaction ID changed from {first.xid:#08x} to {again.xid:#08x}")
@@ -152,13 +165,13 @@ def solicit_backoff_exceeds_rfc3315_cap(t):
     b = _silent(t, D.SOLICIT)
     first = b.first(D.SOLICIT)
     if first is None:
-        return t.failed(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
-    out = _intervals(t, b, D.SOLICIT, first, 10)
+        raise Deviation(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
+    problems, seen = _judge_intervals(t, b, D.SOLICIT, first, 10)
     longest = max(t.measurements.get("solicit_intervals_s") or [0])
     old_cap = D.RFC3315_MAX_RT * (1 + D.RAND) + b.tol
-    if out.verdict == "PASS" and longest <= old_cap:
-        return t.failed(f"{out.seen}: no interval above {old_cap:.0f} s, as if SOL_MAX_RT were RFC 3315's 120 s")
-    return out
+    if not problems and longest <= old_cap:
+        raise Deviation(f"{seen}: no interval above {old_cap:.0f} s, as if SOL_MAX_RT were RFC 3315's 120 s")
+    return t.conclude(seen, problems)
 
 
 @check(area="dhcpv6", title="Retransmission randomization stays within RFC 8415's bounds", rfc="RFC 8415 §15",
@@ -178,7 +191,7 @@ def retransmission_randomization_is_within_rfc_bounds(t):
     b = _silent(t, D.SOLICIT)
     first = b.first(D.SOLICIT)
     if first is None:
-        return t.failed(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
+        raise Deviation(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
     return _intervals(t, b, D.SOLICIT, first, 11, spread=D.RAND)
 
 
@@ -219,27 +232,31 @@ def solicit_exchange_ends_as_specified(t):
     b.start()
     first = b.first(D.SOLICIT)
     if first is None:
-        return t.failed(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
+        raise Deviation(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
     within = D.EXCHANGES[D.SOLICIT].irt * 1.1 * 3 + b.tol + t.reply_timeout
     req = b.first(D.REQUEST, within=within, since=first.time)
     if req is None:
-        return t.failed(f"no Request within {within:.1f} s of the first Solicit although the server advertised")
+        raise Deviation(f"no Request within {within:.1f} s of the first Solicit although the server advertised")
     if t.p.when == "before":
         wait = req.time - first.time
         ok = wait >= D.EXCHANGES[D.SOLICIT].irt - b.tol / 4
         seen = (f"Advertise sent {answered[0].time - first.time if answered else 0:.3f} s after the first Solicit; "
                 f"Request {wait:.3f} s after the first Solicit")
-        return t.verdict(ok, seen if ok else f"{seen}: the client did not collect Advertise messages for the first "
+        if not ok:
+            raise Deviation(f"{seen}: the client did not collect Advertise messages for the first "
                                              f"RT (> {D.EXCHANGES[D.SOLICIT].irt:g} s)")
+        return t.conclude(seen, [])
     adv = answered[0] if answered else None
     if adv is None:
-        return t.failed("the client never retransmitted its Solicit, so no Advertise came after the first RT")
+        raise Deviation("the client never retransmitted its Solicit, so no Advertise came after the first RT")
     sent = b.reply_sent_for(adv, 0.5) or adv.time
     delay = req.time - sent
     ok = delay <= t.reply_timeout
     seen = (f"Advertise answered the retransmitted Solicit {adv.time - first.time:.2f} s after the first; "
             f"Request {delay:.3f} s after the Advertise")
-    return t.verdict(ok, seen if ok else f"{seen}: more than the reply timeout {t.reply_timeout:g} s")
+    if not ok:
+        raise Deviation(f"{seen}: more than the reply timeout {t.reply_timeout:g} s")
+    return t.conclude(seen, [])
 
 
 # -- Request ---------------------------------------------------------------------------------------------------
@@ -264,7 +281,7 @@ def request_is_retransmitted_with_backoff(t):
     b.start()
     first = b.first(D.REQUEST, within=b.first_message_within + 2.5)
     if first is None:
-        return t.failed("no Request after the Advertise (preference 255)")
+        raise Deviation("no Request after the Advertise (preference 255)")
     if t.p.how == "intervals":
         return _intervals(t, b, D.REQUEST, first, 3)
     if t.p.how == "mrt":
@@ -272,7 +289,9 @@ def request_is_retransmitted_with_backoff(t):
     ex = D.EXCHANGES[D.REQUEST]
     same, watched = _count_until_quiet(t, b, D.REQUEST, first, ex.mrc + 1)
     seen = f"{len(same)} Request transmission(s) with xid {first.xid:#08x} (watched {watched:.0f} s)"
-    return t.verdict(len(same) == ex.mrc, seen if len(same) == ex.mrc else f"{seen}, not REQ_MAX_RC = {ex.mrc}")
+    if len(same) != ex.mrc:
+        raise Deviation(f"{seen}, not REQ_MAX_RC = {ex.mrc}")
+    return t.conclude(seen, [])
 
 
 # -- Confirm ---------------------------------------------------------------------------------------------------
@@ -294,8 +313,6 @@ def confirm_is_retransmitted_within_its_limits(t):
     before MRD, it ... SHOULD continue to use any leases, using the last
     known lifetimes"."""
     o = X.observe(t, D.CONFIRM, bench=_silent(t, D.CONFIRM))
-    if o.failure:
-        return o.failure
     first = o.message
     b = o.bench
     ex = D.EXCHANGES[D.CONFIRM]
@@ -311,13 +328,17 @@ def confirm_is_retransmitted_within_its_limits(t):
         longest = max((b2 - a for a, b2 in itertools.pairwise(times)), default=0.0)
         ok = len(times) >= 3 and longest <= ex.mrt * 1.1 + b.tol
         seen = f"Confirm transmissions at {rel} s; longest interval {longest:.2f} s"
-        return t.verdict(ok, seen if ok else f"{seen}: " + ("fewer than 3 transmissions" if len(times) < 3 else
+        if not ok:
+            raise Deviation(f"{seen}: " + ("fewer than 3 transmissions" if len(times) < 3 else
                                                                f"above CNF_MAX_RT {ex.mrt:g} s + 10%"))
+        return t.conclude(seen, [])
     last = times[-1] - first.time
     ok = last <= ex.mrd + b.tol
     seen = f"Confirm transmissions at {rel} s (watched until +{end - first.time:.1f} s)"
-    return t.verdict(ok, seen if ok else f"{seen}: still confirming {last:.2f} s after the first, past CNF_MAX_RD "
+    if not ok:
+        raise Deviation(f"{seen}: still confirming {last:.2f} s after the first, past CNF_MAX_RD "
                                          f"{ex.mrd:g} s")
+    return t.conclude(seen, [])
 
 
 def _silent(t, msg_type: int, **kw) -> X.Bench:
@@ -353,8 +374,6 @@ def renew_is_retransmitted_until_t2(t):
     # at T2 once took the place of the ninth Renew and the check read the client's silence as a FAIL
     t2 = {"intervals": 200, "mrt": 2600, "mrd": 4}[how]
     o = X.observe(t, D.RENEW, bench=_silent(t, D.RENEW, t1=1, t2=t2, preferred=t2 + 600, valid=t2 + 700))
-    if o.failure:
-        return o.failure
     first, b = o.message, o.bench
     if how == "intervals":
         return _intervals(t, b, D.RENEW, first, 3)
@@ -367,12 +386,14 @@ def renew_is_retransmitted_until_t2(t):
     rel = ", ".join(f"+{m.time - o.binding.reply_at:.2f}" for m in renews)
     seen = f"T2 = {t2} s after the Reply; Renews at {rel} s"
     if late:
-        return t.failed(f"{seen}: still renewing after T2")
+        raise Deviation(f"{seen}: still renewing after T2")
     if rebind is None:
-        return t.failed(f"{seen}: no Rebind by T2 + {1 + b.tol + t.reply_timeout:.1f} s")
+        raise Deviation(f"{seen}: no Rebind by T2 + {1 + b.tol + t.reply_timeout:.1f} s")
     at = rebind.time - o.binding.reply_at
     ok = abs(at - t2) <= 1 + b.tol
-    return t.verdict(ok, f"{seen}; Rebind at +{at:.2f} s" + ("" if ok else f", not at T2 = {t2} s"))
+    if not ok:
+        raise Deviation(f"{seen}; Rebind at +{at:.2f} s, not at T2 = {t2} s")
+    return t.conclude(f"{seen}; Rebind at +{at:.2f} s", [])
 
 
 @check(area="dhcpv6", ipv6ready="DHCP_CONF.1.2.6", title="Transmission of Rebind Message",
@@ -400,8 +421,6 @@ def rebind_is_retransmitted_until_leases_expire(t):
     b.server.on(D.REBIND, None)
     b.start()
     o = X.observe(t, D.REBIND, bench=b)
-    if o.failure:
-        return o.failure
     first = o.message
     if how == "intervals":
         return _intervals(t, b, D.REBIND, first, 3)
@@ -415,9 +434,11 @@ def rebind_is_retransmitted_until_leases_expire(t):
     late = [m for m in rebinds if m.time > end_at + b.tol]
     seen = f"valid lifetime {valid} s after the Reply; Rebinds at {rel} s"
     if late:
-        return t.failed(f"{seen}: still rebinding after the valid lifetime ended")
-    gone = b.not_in_use(b.address, what=f"Echo Reply from {b.address} after its valid lifetime")
-    return t.verdict(gone.verdict == "PASS", f"{seen}; {gone.seen}")
+        raise Deviation(f"{seen}: still rebinding after the valid lifetime ended")
+    problems, gone = b.not_in_use(b.address, what=f"Echo Reply from {b.address} after its valid lifetime")
+    if problems:
+        raise Deviation(f"{seen}; {gone}")
+    return t.conclude(f"{seen}; {gone}", [])
 
 
 # -- Release and Decline ---------------------------------------------------------------------------------------
@@ -432,8 +453,6 @@ def _release_or_decline(t, msg_type: int):
         b.server.on(msg_type, lambda m: b.server.reply(m, ia=False, status=(D.UNSPEC_FAIL, "failed"), dns=False))
     b.start()
     o = X.observe(t, msg_type, bench=b)
-    if o.failure:
-        return o.failure
     first = o.message
     ex = D.EXCHANGES[msg_type]
     if how == "intervals":
@@ -443,14 +462,18 @@ def _release_or_decline(t, msg_type: int):
         rel = ", ".join(f"+{m.time - first.time:.2f}" for m in same)
         seen = f"{len(same)} {ex.name} transmission(s) at {rel} s (watched {watched:.1f} s)"
         ok = len(same) == ex.mrc
-        return t.verdict(ok, seen if ok else f"{seen}, not {ex.name[:3].upper()}_MAX_RC = {ex.mrc}")
+        if not ok:
+            raise Deviation(f"{seen}, not {ex.name[:3].upper()}_MAX_RC = {ex.mrc}")
+        return t.conclude(seen, [])
     # a Reply (any status) completes the exchange
     window = ex.irt * (1 + D.RAND) * 3 + b.tol + t.reply_timeout
     t.wait(max(0.0, first.time + window - t.port.now()))
     same = [m for m in b.server.messages(msg_type, since=first.time) if m.xid == first.xid]
     status = "NoBinding in the IA" if how == "nobinding" else "UnspecFail"
     seen = f"Reply ({status}) sent to the first {ex.name}; {len(same)} transmission(s) in {window:.1f} s"
-    return t.verdict(len(same) == 1, seen if len(same) == 1 else f"{seen}: retransmitted after the Reply")
+    if len(same) != 1:
+        raise Deviation(f"{seen}: retransmitted after the Reply")
+    return t.conclude(seen, [])
 
 
 def _counted_parts(name: str, mrc: str) -> list[Part]:
@@ -533,21 +556,23 @@ def information_request_is_retransmitted_with_backoff(t):
     b.start()
     first = b.first(D.INFORMATION_REQUEST)
     if first is None:
-        return t.failed(f"no Information-request within {b.first_message_within:g} s of an RA with M=0 O=1")
+        raise Deviation(f"no Information-request within {b.first_message_within:g} s of an RA with M=0 O=1")
     if t.p.how == "same":
         again = b.first(D.INFORMATION_REQUEST, within=1.1 + b.tol + t.reply_timeout, since=first.time + 0.01)
         if again is None:
-            return t.failed(f"the Information-request (xid {first.xid:#08x}) was not retransmitted")
+            raise Deviation(f"the Information-request (xid {first.xid:#08x}) was not retransmitted")
         ok = again.xid == first.xid and again.client_duid == first.client_duid
         seen = (f"Information-request xid {first.xid:#08x}, retransmitted {again.time - first.time:.2f} s later as "
                 f"xid {again.xid:#08x}")
-        return t.verdict(ok, seen if ok else f"{seen}: the retransmission is not the same message")
+        if not ok:
+            raise Deviation(f"{seen}: the retransmission is not the same message")
+        return t.conclude(seen, [])
     if t.p.how == "intervals":
         return _intervals(t, b, D.INFORMATION_REQUEST, first, 4)
     nxt = b.first(D.INFORMATION_REQUEST, within=refresh * 1.1 + 5, since=first.time + 1,
                   where=lambda m: m.xid != first.xid)
     if nxt is None:
-        return t.failed(f"no new Information-request within {refresh * 1.1 + 5:.0f} s of a Reply with an Information "
-                        f"Refresh Time of {refresh} s (RFC 8415 §21.23)")
+        raise Deviation(f"no new Information-request within {refresh * 1.1 + 5:.0f} s of a Reply with an Information "
+                         f"Refresh Time of {refresh} s (RFC 8415 §21.23)")
     return _intervals(t, b, D.INFORMATION_REQUEST, nxt, 9, mrt=60,
                       lead=f"INF_MAX_RT 60 in the Reply; refresh after {nxt.time - first.time:.0f} s; ")

@@ -16,7 +16,7 @@ from scapy.layers.inet6 import (
 from scapy.packet import Raw
 
 from ...core.check import Part, check
-from ...core.verdict import Verdict
+from ...core.verdict import Deviation, Verdict
 from ...net import packets as P
 from ...net.mld import (
     is_v1_done,
@@ -43,7 +43,7 @@ from ._common import (
 def _answers_query(t, *, specific: bool, mrd_ms: int, trials: int):
     group = _group(t)
     if _enter_v1_mode(t) is None:
-        return t.failed(f"no MLDv1 Report for {group} after an MLDv1 General Query (MRD 0)")
+        raise Deviation(f"no MLDv1 Report for {group} after an MLDv1 General Query (MRD 0)")
     window = mrd_ms / 1000 + (_slack(t) if mrd_ms else t.reply_timeout)
     delays = []
     for i in range(trials):
@@ -53,8 +53,8 @@ def _answers_query(t, *, specific: bool, mrd_ms: int, trials: int):
         report = _v1_report_for(t, group, since, window)
         if report is None:
             t.measure("within_mrd", f"{i}/{i + 1}")
-            return t.failed(f"trial {i + 1}: no MLDv1 Report for {group} within {window:.2f} s (Maximum Response "
-                            f"Delay {mrd_ms} ms + {window - mrd_ms / 1000:.2f} s slack); earlier delays {delays} s")
+            raise Deviation(f"trial {i + 1}: no MLDv1 Report for {group} within {window:.2f} s (Maximum Response "
+                             f"Delay {mrd_ms} ms + {window - mrd_ms / 1000:.2f} s slack); earlier delays {delays} s")
         delays.append(round(report.time - since, 3))
         problems = _judge_v1(t, report, group)
         if specific:
@@ -62,11 +62,11 @@ def _answers_query(t, *, specific: bool, mrd_ms: int, trials: int):
             if others:
                 problems.append(f"also reported {others[0].pkt[ICMPv6MLReport].mladdr}, not queried")
         if problems:
-            return t.failed(f"trial {i + 1}: Report after {delays[-1]} s", [f"trial {i + 1}: {p}" for p in problems])
+            return t.conclude(f"trial {i + 1}: Report after {delays[-1]} s", [f"trial {i + 1}: {p}" for p in problems])
     t.measure("report_delays_s", delays)
     t.measure("within_mrd", f"{trials}/{trials}")
-    return t.passed(f"{trials}/{trials} queries answered by an MLDv1 Report for {group} within the Maximum Response "
-                    f"Delay ({mrd_ms} ms): delays {delays} s")
+    return t.conclude(f"{trials}/{trials} queries answered by an MLDv1 Report for {group} within the Maximum Response "
+                       f"Delay ({mrd_ms} ms): delays {delays} s", [])
 
 
 @check(area="mld", scope="host", ipv6ready="MLD.1.1", title="Receive General Query with Zero Max Response Delay",
@@ -125,8 +125,8 @@ def query_with_unexpected_values_is_answered(t):
     since = t.send(q, label="MLDv1 General Query, Code 0x5a, Reserved 0xffff")
     report = _v1_report_for(t, group, since, t.reply_timeout)
     if report is None:
-        return t.failed(f"no MLDv1 Report for {group} within {t.reply_timeout:g} s of the query")
-    return t.passed(f"MLDv1 Report for {group} {report.time - since:.3f} s after the query")
+        raise Deviation(f"no MLDv1 Report for {group} within {t.reply_timeout:g} s of the query")
+    return t.conclude(f"MLDv1 Report for {group} {report.time - since:.3f} s after the query", [])
 
 
 @check(area="mld", scope="host", ipv6ready="MLD.1.6", title="Receive Invalid Query Messages",
@@ -171,10 +171,10 @@ def invalid_query_is_ignored(t):
     since = t.send(valid, label="valid MLDv1 General Query (MRD 0): its Report is required")
     report = t.port.expect(t.from_dut(answers), t.reply_timeout + _slack(t), since=since)
     if report is None:
-        return t.failed(f"{outcome.seen}; then a valid General Query got no Report for {group} within "
-                        f"{t.reply_timeout + _slack(t):g} s either: the DUT ignores every Query, so the discard "
-                        f"proves nothing")
-    return t.passed(f"{outcome.seen}; a valid Query right after was answered ({report.time - since:.3f} s)")
+        raise Deviation(f"{outcome.seen}; then a valid General Query got no Report for {group} within "
+                         f"{t.reply_timeout + _slack(t):g} s either: the DUT ignores every Query, so the discard "
+                         f"proves nothing")
+    return t.conclude(f"{outcome.seen}; a valid Query right after was answered ({report.time - since:.3f} s)", [])
 
 
 def _cut_query(q, length: int):
@@ -212,13 +212,15 @@ def report_message_format(t):
     group = _group(t)
     report = _enter_v1_mode(t)
     if report is None:
-        return t.failed(f"no MLDv1 Report for {group} after an MLDv1 General Query")
+        raise Deviation(f"no MLDv1 Report for {group} after an MLDv1 General Query")
     problems = _judge_v1(t, report, group)
     field = {"hop_limit": "hop limit", "source": "source", "destination": "sent to", "router_alert": "Router Alert"}
     mine = [p for p in problems if field[t.p.field].lower() in p.lower()]
     ip = report.pkt[IPv6]
     seen = f"MLDv1 Report for {group} from {ip.src} to {ip.dst}, hop limit {ip.hlim}"
-    return t.failed(f"{seen}: {'; '.join(mine)}") if mine else t.passed(seen)
+    if mine:
+        raise Deviation(f"{seen}: {'; '.join(mine)}")
+    return t.conclude(seen, [])
 
 
 @check(area="mld", scope="host", ipv6ready="MLD.1.9", title="Maximum Response Delay in Report Message",
@@ -230,10 +232,12 @@ def report_max_response_delay_is_zero(t):
     group = _group(t)
     report = _enter_v1_mode(t)
     if report is None:
-        return t.failed(f"no MLDv1 Report for {group} after an MLDv1 General Query")
+        raise Deviation(f"no MLDv1 Report for {group} after an MLDv1 General Query")
     msg = report.pkt[ICMPv6MLReport]
     seen = f"MLDv1 Report for {group}: Maximum Response Delay {msg.mrd}, Reserved {msg.reserved}"
-    return t.verdict(msg.mrd == 0 and msg.reserved == 0, seen)
+    if not (msg.mrd == 0 and msg.reserved == 0):
+        raise Deviation(seen)
+    return t.conclude(seen, [])
 
 
 # -- MLD.1.8, 1.10, 1.14, 1.15: another listener's Report and the listener states -------------------
@@ -244,7 +248,7 @@ def _suppression(t, report_kw: dict):
     other Report arrived proves nothing and is repeated."""
     group, tn1 = _group(t), t.tn1
     if _enter_v1_mode(t) is None:
-        return t.failed(f"no MLDv1 Report for {group} after an MLDv1 General Query")
+        raise Deviation(f"no MLDv1 Report for {group} after an MLDv1 General Query")
     mrd_ms = 3000
     for trial in range(1, TRIALS + 1):
         t.wait(0.3)
@@ -256,10 +260,10 @@ def _suppression(t, report_kw: dict):
             t.note(f"trial {trial}: the DUT answered before TN1's Report could reach it; repeated")
             continue
         if report is not None:
-            return t.failed(f"the DUT still reported {group} {report.time - other:.3f} s after TN1's Report for it "
-                            f"(MRD {mrd_ms} ms): its timer was not stopped")
-        return t.passed(f"no Report for {group} within {mrd_ms / 1000 + _slack(t):.2f} s of TN1's Report "
-                        f"(trial {trial}): the DUT's timer stopped")
+            raise Deviation(f"the DUT still reported {group} {report.time - other:.3f} s after TN1's Report for it "
+                             f"(MRD {mrd_ms} ms): its timer was not stopped")
+        return t.conclude(f"no Report for {group} within {mrd_ms / 1000 + _slack(t):.2f} s of TN1's Report "
+                           f"(trial {trial}): the DUT's timer stopped", [])
     return t.inconclusive(f"in {TRIALS} trials the DUT always answered before TN1's Report arrived")
 
 
@@ -297,7 +301,7 @@ def idle_listener_transitions(t):
     action."""
     group = _group(t)
     if _enter_v1_mode(t) is None:
-        return t.failed(f"no MLDv1 Report for {group} after an MLDv1 General Query")
+        raise Deviation(f"no MLDv1 Report for {group} after an MLDv1 General Query")
     t.wait(0.3)
     other = mld_report_v1(t.tn1, group)
     silent = t.expect_silence(other, lambda p: is_v1_report(p, group), what=f"Report for {group} after TN1's Report")
@@ -306,9 +310,9 @@ def idle_listener_transitions(t):
     since = t.send(_v1_query(t, mrd_ms=500, group=group), label="MAS Query, MRD 500 ms")
     report = _v1_report_for(t, group, since, 0.5 + _slack(t))
     if report is None:
-        return t.failed(f"no Report for {group} within {0.5 + _slack(t):.2f} s of a MAS Query after the idle period")
-    return t.passed(f"no Report after TN1's Report (Idle); Report {report.time - since:.3f} s after the MAS Query "
-                    "(Idle -> Delaying -> Idle)")
+        raise Deviation(f"no Report for {group} within {0.5 + _slack(t):.2f} s of a MAS Query after the idle period")
+    return t.conclude(f"no Report after TN1's Report (Idle); Report {report.time - since:.3f} s after the MAS Query "
+                       "(Idle -> Delaying -> Idle)", [])
 
 
 @check(area="mld", scope="host", ipv6ready="MLD.1.15", title="Node State Transition – Delaying Listener",
@@ -321,7 +325,7 @@ def delaying_listener_resets_timer(t):
     the remaining value of the running timer' (RFC 2710 §4)."""
     group = _group(t)
     if _enter_v1_mode(t) is None:
-        return t.failed(f"no MLDv1 Report for {group} after an MLDv1 General Query")
+        raise Deviation(f"no MLDv1 Report for {group} after an MLDv1 General Query")
     delays, void = [], 0
     for trial in range(1, TRIALS + 1):
         t.wait(0.3)
@@ -330,9 +334,9 @@ def delaying_listener_resets_timer(t):
         second = t.send(specific, label="MAS Query, MRD 1000 ms")
         report = _v1_report_for(t, group, first, 1.0 + _slack(t) + (second - first))
         if report is None:
-            return t.failed(f"trial {trial}: no Report for {group} within {1 + _slack(t):.2f} s of the MAS Query "
-                            f"(MRD 1 s) that followed a General Query with MRD 10 s: the timer was not reset "
-                            f"(earlier delays {delays} s)")
+            raise Deviation(f"trial {trial}: no Report for {group} within {1 + _slack(t):.2f} s of the MAS Query "
+                             f"(MRD 1 s) that followed a General Query with MRD 10 s: the timer was not reset "
+                             f"(earlier delays {delays} s)")
         if report.time < second + CROSSING:  # the first timer ran out before the MAS Query could arrive
             void += 1
             t.note(f"trial {trial}: the DUT answered the General Query before the MAS Query reached it; not counted")
@@ -342,7 +346,7 @@ def delaying_listener_resets_timer(t):
     if not delays:
         return t.inconclusive(f"in {TRIALS} trials the DUT always answered before the MAS Query reached it")
     t.measure("within_mrd", f"{len(delays)}/{len(delays)} ({void} void)")
-    return t.passed(f"{len(delays)}/{len(delays)} counted trials: Report {delays} s after the MAS Query (MRD 1 s)")
+    return t.conclude(f"{len(delays)}/{len(delays)} counted trials: Report {delays} s after the MAS Query (MRD 1 s)", [])
 
 
 # -- MLD.1.11 - 1.13: joining, the all-nodes group, leaving --------------------------------------------
@@ -358,14 +362,14 @@ def unsolicited_report_on_join(t):
     that interface' (RFC 2710 §4)."""
     group = _fresh_group()
     if _enter_v1_mode(t) is None:
-        return t.failed(f"no MLDv1 Report for {_group(t)} after an MLDv1 General Query")
+        raise Deviation(f"no MLDv1 Report for {_group(t)} after an MLDv1 General Query")
     since = t.port.now()
     t.control.listen(group)
     t.note(f"the DUT listens to {group}")
     try:
         report = _v1_report_for(t, group, since, t.reply_timeout)
         if report is None:
-            return t.failed(f"no MLDv1 Report for {group} within {t.reply_timeout:g} s of starting to listen")
+            raise Deviation(f"no MLDv1 Report for {group} within {t.reply_timeout:g} s of starting to listen")
         problems = _judge_v1(t, report, group)
         seen = f"unsolicited MLDv1 Report for {group} {report.time - since:.3f} s after the join"
         return t.conclude(seen, problems)
@@ -388,7 +392,7 @@ def all_nodes_group_is_never_reported(t):
                                what="Report for ff02::1 after a Query for ff02::1")
     earlier = t.collect(lambda p: reports_group(p, P.ALL_NODES), 0, since=since)
     if earlier:
-        return t.failed(f"Report for ff02::1 after the General Query: {earlier[0].summary()}")
+        raise Deviation(f"Report for ff02::1 after the General Query: {earlier[0].summary()}")
     return outcome
 
 
@@ -404,7 +408,7 @@ def done_on_leave(t):
     (RFC 2710 §4)."""
     group = _fresh_group()
     if _enter_v1_mode(t) is None:
-        return t.failed(f"no MLDv1 Report for {_group(t)} after an MLDv1 General Query")
+        raise Deviation(f"no MLDv1 Report for {_group(t)} after an MLDv1 General Query")
     since = t.port.now()
     t.control.listen(group)
     try:
@@ -418,7 +422,7 @@ def done_on_leave(t):
         t.note(f"the DUT stopped listening to {group}")
     done = t.port.expect(t.from_dut(lambda p: is_v1_done(p, group)), t.reply_timeout, since=left)
     if done is None:
-        return t.failed(f"no MLDv1 Done for {group} within {t.reply_timeout:g} s of the DUT leaving it")
+        raise Deviation(f"no MLDv1 Done for {group} within {t.reply_timeout:g} s of the DUT leaving it")
     problems = _judge_v1(t, done, group, kind="Done")
     seen = f"MLDv1 Done for {group} to {done.pkt[IPv6].dst} {done.time - left:.3f} s after the leave"
     return t.conclude(seen, problems)

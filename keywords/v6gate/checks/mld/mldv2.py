@@ -10,6 +10,7 @@ from scapy.layers.inet6 import (
 )
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net import packets as P
 from ...net.mld import (
     CHANGE_TO_EXCLUDE,
@@ -45,7 +46,7 @@ def mldv2_general_query_is_answered(t):
     Response Delay (RFC 3810 §6.2); ff02::1 is never reported (§6)."""
     frame, since = _v2_answer(t, specific=False)
     if frame is None:
-        return t.failed(f"no MLDv2 Report with a current-state record for {_group(t)} within the MRD + slack")
+        raise Deviation(f"no MLDv2 Report with a current-state record for {_group(t)} within the MRD + slack")
     records = v2_records(frame.pkt)
     problems = [f"a record for ff02::1 ({RECORD_TYPES.get(r.rtype, r.rtype)})" for r in records
                 if P.same_address(r.group, P.ALL_NODES)]
@@ -67,10 +68,12 @@ def mldv2_specific_query_is_answered(t):
     the answer reports that group (RFC 3810 §6.2, §6.3)."""
     frame, since = _v2_answer(t, specific=True)
     if frame is None:
-        return t.failed(f"no MLDv2 Report with a current-state record for {_group(t)} within the MRD + slack")
+        raise Deviation(f"no MLDv2 Report with a current-state record for {_group(t)} within the MRD + slack")
     others = [r.group for r in v2_records(frame.pkt) if not P.same_address(r.group, _group(t))]
     seen = f"MLDv2 Report {frame.time - since:.3f} s after the query"
-    return t.failed(f"{seen} also names {others}") if others else t.passed(f"{seen}, for {_group(t)} only")
+    if others:
+        raise Deviation(f"{seen} also names {others}")
+    return t.conclude(f"{seen}, for {_group(t)} only", [])
 
 
 @check(area="mld", title="MLDv2 Report format",
@@ -97,7 +100,7 @@ def mldv2_report_format(t):
     record types are 1-6 (§5.2.12), hosts send no auxiliary data (§5.2.6)."""
     frame, _since = _v2_answer(t, specific=False)
     if frame is None:
-        return t.failed(f"no MLDv2 Report with a current-state record for {_group(t)} within the MRD + slack")
+        raise Deviation(f"no MLDv2 Report with a current-state record for {_group(t)} within the MRD + slack")
     pkt = frame.pkt
     ip, rep = pkt[IPv6], pkt[ICMPv6MLReport2]
     field = t.p.field
@@ -150,16 +153,16 @@ def solicited_node_group_is_reported_at_startup(t):
     group = _group(t)
     frame = t.port.expect(t.from_dut(lambda p: reports_group(p, group)), window, since=since)
     if frame is None:
-        return t.failed(f"no MLD Report for {group} within {window:g} s of the restart")
+        raise Deviation(f"no MLD Report for {group} within {window:g} s of the restart")
     if not is_v2_report(frame.pkt):
-        return t.failed(f"the first Report for {group} is an MLDv1 Report, although no MLDv1 querier was heard "
-                        f"(RFC 3810 §8.2): {frame.summary()}")
+        raise Deviation(f"the first Report for {group} is an MLDv1 Report, although no MLDv1 querier was heard "
+                         f"(RFC 3810 §8.2): {frame.summary()}")
     rec = next(r for r in v2_records(frame.pkt) if P.same_address(r.group, group))
     seen = (f"MLDv2 Report {frame.time - since:.3f} s after the restart, record "
             f"{RECORD_TYPES.get(rec.rtype, rec.rtype)} for {group}")
     if rec.rtype != CHANGE_TO_EXCLUDE:
-        return t.failed(f"{seen}: not CHANGE_TO_EXCLUDE_MODE (joining with no source filter)")
-    return t.passed(seen)
+        raise Deviation(f"{seen}: not CHANGE_TO_EXCLUDE_MODE (joining with no source filter)")
+    return t.conclude(seen, [])
 
 
 @check(area="mld", title="MLDv1 Query switches the DUT to MLDv1 compatibility mode",
@@ -175,15 +178,15 @@ def mldv1_query_switches_to_compatibility_mode(t):
     since = t.send(_v1_query(t, mrd_ms=0), label="MLDv1 General Query (MRD 0)")
     answer = t.port.expect(t.from_dut(lambda p: reports_group(p, group)), t.reply_timeout, since=since)
     if answer is None:
-        return t.failed(f"no Report for {group} after an MLDv1 General Query")
+        raise Deviation(f"no Report for {group} after an MLDv1 General Query")
     if not is_v1_report(answer.pkt):
-        return t.failed(f"answered an MLDv1 Query with {answer.summary()}, not an MLDv1 Report")
+        raise Deviation(f"answered an MLDv1 Query with {answer.summary()}, not an MLDv1 Report")
     t.wait(0.3)
     since2 = t.send(mld_query(tq, version=2, mrd_ms=500), label="MLDv2 General Query, MRD 500 ms")
     second = t.port.expect(t.from_dut(lambda p: reports_group(p, group)), 0.5 + _slack(t), since=since2)
     if second is None:
-        return t.failed(f"no Report for {group} after the MLDv2 Query that followed")
+        raise Deviation(f"no Report for {group} after the MLDv2 Query that followed")
     if not is_v1_report(second.pkt):
-        return t.failed(f"after an MLDv1 Query, an MLDv2 Query was answered with {second.summary()}: the DUT left "
-                        "MLDv1 compatibility mode at once")
-    return t.passed("MLDv1 Reports answered both the MLDv1 Query and the following MLDv2 Query")
+        raise Deviation(f"after an MLDv1 Query, an MLDv2 Query was answered with {second.summary()}: the DUT left "
+                         "MLDv1 compatibility mode at once")
+    return t.conclude("MLDv1 Reports answered both the MLDv1 Query and the following MLDv2 Query", [])

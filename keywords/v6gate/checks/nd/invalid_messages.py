@@ -7,7 +7,7 @@ from ...core.check import Part, check
 from ...net import nce
 from ...net import packets as P
 from ...net.mutate import break_one
-from ...net.nce import Neighbour, judged
+from ...net.nce import Neighbour
 
 
 def _invalid_na(nb: Neighbour, how: str):
@@ -53,7 +53,6 @@ def _invalid_na(nb: Neighbour, how: str):
              fault="dut_ignores_zero_length_na_option"),
     ],
 )
-@judged
 def invalid_na_is_ignored(t):
     """'A node MUST silently discard any received Neighbor Advertisement
     messages that do not satisfy all of the following validity checks'
@@ -95,7 +94,6 @@ def fragmented_ns_is_ignored(t):
     expect="the fragmented NA is ignored: TN1's entry stays INCOMPLETE, no Echo Reply reaches TN1 while the DUT keeps "
            "soliciting it",
 )
-@judged
 def fragmented_na_is_ignored(t):
     """RFC 6980 §5: a Neighbor Advertisement in IPv6 fragments MUST be
     silently ignored.  Here it is a valid solicited NA (S=1, O=1, TLLA)

@@ -6,7 +6,7 @@ from scapy.layers.inet6 import IPv6
 from ...core.check import Part, check
 from ...net import nce
 from ...net import packets as P
-from ...net.nce import Expect, Neighbour, judged
+from ...net.nce import Expect, Neighbour
 
 
 def na_outcome(state: str, s: int, o: int, tlla: str) -> tuple[str, str]:
@@ -110,7 +110,6 @@ def _na_in_state(t, state: str):
     expect="the entry is updated as RFC 4861 §7.2.5 requires for a REACHABLE entry",
     parts=_na_parts("reachable"),
 )
-@judged
 def na_updates_reachable_entry(t):
     """When a valid Neighbor Advertisement is received the Neighbor Cache is
     searched for the target's entry and updated by its flags and Target
@@ -132,7 +131,6 @@ def na_updates_reachable_entry(t):
     expect="the entry is updated as RFC 4861 §7.2.5 requires for a STALE entry",
     parts=_na_parts("stale"),
 )
-@judged
 def na_updates_stale_entry(t):
     """RFC 4861 §7.2.5 for an entry that aged to STALE (§7.3.3: more than
     ReachableTime since its last confirmation): an NA with Override clear and
@@ -152,7 +150,6 @@ def na_updates_stale_entry(t):
     expect="the entry is updated as RFC 4861 §7.2.5 requires for an entry in PROBE",
     parts=_na_parts("probe"),
 )
-@judged
 def na_updates_probe_entry(t):
     """RFC 4861 §7.2.5 for an entry being probed by Neighbor Unreachability
     Detection (§7.3.3): only a solicited NA confirms reachability and ends
@@ -187,7 +184,6 @@ def na_updates_probe_entry(t):
                     "keeps soliciting it", fault="impostor_applies_na_without_validation"),
     ],
 )
-@judged
 def na_completes_address_resolution(t):
     """For an INCOMPLETE entry: 'If no Target Link-Layer Address option is
     included, the receiving node SHOULD silently discard the received
@@ -225,7 +221,6 @@ def na_completes_address_resolution(t):
            for i, (tl, s, o) in enumerate([(True, 0, 0), (True, 0, 1), (True, 1, 0), (True, 1, 1),
                                            (False, 0, 0), (False, 0, 1), (False, 1, 0), (False, 1, 1)])],
 )
-@judged
 def na_without_entry_is_discarded(t):
     """'If no entry exists, the advertisement SHOULD be silently discarded.
     There is no need to create an entry if none exists, since the recipient

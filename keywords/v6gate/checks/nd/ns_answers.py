@@ -4,10 +4,11 @@
 from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, ICMPv6NDOptSrcLLAddr, IPv6
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net import nce
 from ...net import packets as P
 from ...net.mutate import break_one
-from ...net.nce import Expect, Neighbour, judged
+from ...net.nce import Expect, Neighbour
 from ...net.nd import ND_HOP_LIMIT, neighbor_solicitation
 
 
@@ -60,7 +61,6 @@ def _na_seen(t, frame, *, solicited: bool, dst: str) -> tuple[list[str], str]:
                     "the solicitor's address itself (the NS carried no SLLA, so it created no usable entry)"),
     ],
 )
-@judged
 def ns_is_answered_without_nce(t):
     """A valid NS for one of the node's addresses is answered with a
     solicited NA to the solicitor (RFC 4861 §7.2.4).  The solicitor is a
@@ -77,7 +77,7 @@ def ns_is_answered_without_nce(t):
                            and P.same_address(p[IPv6].dst, tn1.link_local), what="Neighbor Advertisement",
                            within=t.reply_timeout + 3 * t.retrans_timer)
     if frame is None:
-        return t.failed(f"no Neighbor Advertisement for {target} to {tn1.link_local}")
+        raise Deviation(f"no Neighbor Advertisement for {target} to {tn1.link_local}")
     problems, seen = _na_seen(t, frame, solicited=True, dst=tn1.link_local)
     if t.p.multicast and ICMPv6NDOptDstLLAddr not in frame.pkt:
         problems.append("no Target Link-Layer Address option in answer to a multicast NS")
@@ -117,7 +117,7 @@ def ns_for_global_address_is_answered(t):
     frame = t.expect_reply(ns, lambda p: ICMPv6ND_NA in p and P.same_address(p[ICMPv6ND_NA].tgt, target),
                            what="Neighbor Advertisement")
     if frame is None:
-        return t.failed(f"no Neighbor Advertisement for {target}")
+        raise Deviation(f"no Neighbor Advertisement for {target}")
     problems, seen = _na_seen(t, frame, solicited=True, dst=tn1.global_addr)
     if ICMPv6NDOptDstLLAddr not in frame.pkt and t.p.multicast:
         problems.append("no Target Link-Layer Address option in answer to a multicast NS")

@@ -6,7 +6,7 @@ from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
 from ...net import nce
-from ...net.nce import Expect, Neighbour, judged
+from ...net.nce import Expect, Neighbour
 
 
 def ns_outcome(state: str, sll: str) -> tuple[str, str]:
@@ -91,7 +91,6 @@ def _ns_in_state(t, state: str):
                     "and no NA reach TN1 while the DUT keeps soliciting it"),
     ],
 )
-@judged
 def ns_completes_pending_resolution(t):
     """'If the Source Address is not the unspecified address and, on link
     layers that have addresses, the solicitation includes a Source
@@ -132,7 +131,6 @@ def ns_completes_pending_resolution(t):
     parts=_ns_parts("reachable", {"same": "impostor_ns_makes_reachable_entry_stale",
                                   "diff": "dut_drops_neighbor_solicitation"}),
 )
-@judged
 def ns_updates_reachable_entry(t):
     """An NS with a Source Link-Layer Address option updates the solicitor's
     entry: a different address replaces the cached one and makes the entry
@@ -152,7 +150,6 @@ def ns_updates_reachable_entry(t):
     expect="the solicitor's STALE entry is updated as RFC 4861 §7.2.3 requires",
     parts=_ns_parts("stale", {"same": "impostor_ns_confirms_stale_entry", "diff": "dut_drops_neighbor_solicitation"}),
 )
-@judged
 def ns_updates_stale_entry(t):
     """An NS is not a reachability confirmation (RFC 4861 §7.3.1): a STALE
     entry stays STALE (sending the NA starts DELAY, then PROBE), with the
@@ -171,7 +168,6 @@ def ns_updates_stale_entry(t):
     expect="the solicitor's entry in PROBE is updated as RFC 4861 §7.2.3 requires",
     parts=_ns_parts("probe", {"same": "impostor_ns_confirms_probe_entry", "diff": "dut_drops_neighbor_solicitation"}),
 )
-@judged
 def ns_updates_probe_entry(t):
     """An NS with the cached SLLA does not confirm reachability: the entry
     stays in PROBE and probing goes on; a different SLLA replaces the

@@ -4,7 +4,7 @@
 
 from ...core.check import check
 from ...net import nce
-from ...net.nce import Neighbour, NudTiming, judged
+from ...net.nce import Neighbour, NudTiming
 
 
 @check(
@@ -17,7 +17,6 @@ from ...net.nce import Neighbour, NudTiming, judged
     expect="in the DUT's default configuration, the first unicast probe of an entry put in DELAY follows the packet "
            "by DELAY_FIRST_PROBE_TIME (5 s, RFC 4861 §10), not earlier (k/n trials)",
 )
-@judged
 def first_probe_waits_delay_first_probe_time(t):
     """'...sets a timer to expire in DELAY_FIRST_PROBE_TIME seconds.  If the
     entry is still in the DELAY state when the timer expires, the entry's

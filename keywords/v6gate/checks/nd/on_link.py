@@ -4,7 +4,6 @@
 
 from ...core.check import Part, check
 from ...net.firsthop import FirstHop
-from ...net.nce import judged
 
 
 def _direct(bench: FirstHop, answer, node, src: str) -> tuple[list[str], str]:
@@ -56,7 +55,6 @@ def _via_router(bench: FirstHop, answer, src: str) -> tuple[list[str], str]:
                     "default router, even though TN2 sent it directly: no NS for TN2's address"),
     ],
 )
-@judged
 def next_hop_follows_prefix_list(t):
     """'Next-hop determination for a given unicast destination operates as
     follows.  The sender performs a longest prefix match against the Prefix
@@ -93,7 +91,6 @@ def next_hop_follows_prefix_list(t):
     expect="a prefix advertised with the on-link flag clear does not make its addresses on-link: an Echo Request from "
            "TN1's address in that prefix is answered through TR1, with no NS for TN1's address",
 )
-@judged
 def prefix_without_on_link_flag_is_not_on_link(t):
     """'If the prefix is the link-local prefix, silently ignore the Prefix
     Information option.  If the on-link flag is set ... add the prefix to
@@ -126,7 +123,6 @@ def prefix_without_on_link_flag_is_not_on_link(t):
                     "(answered directly), past the renewed one it is off-link (answered through TR1)"),
     ],
 )
-@judged
 def prefix_list_follows_valid_lifetime(t):
     """'If the prefix is already present in the host's Prefix List as the
     result of a previously received advertisement, reset its invalidation

@@ -6,10 +6,11 @@ from scapy.layers.inet6 import ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr, IPv6
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net import nce
 from ...net import packets as P
 from ...net.firsthop import FirstHop
-from ...net.nce import Neighbour, NudTiming, judged
+from ...net.nce import Neighbour, NudTiming
 from ...net.nd import ND_HOP_LIMIT
 
 
@@ -28,7 +29,6 @@ from ...net.nd import ND_HOP_LIMIT
         Part("B", "Multiple Queues", nodes=2),
     ],
 )
-@judged
 def packets_wait_for_address_resolution(t):
     """'While waiting for address resolution to complete, the sender MUST,
     for each neighbor, retain a small queue of packets waiting for address
@@ -44,7 +44,7 @@ def packets_wait_for_address_resolution(t):
     for nb in nbs:
         ns = t.port.expect(t.from_dut(nb.is_multicast_ns_for_me), t.reply_timeout, since=since)
         if ns is None:
-            raise nce.Deviation(f"setup: no multicast NS for {nb.name} {nb.addr} (§7.2.2)")
+            raise Deviation(f"setup: no multicast NS for {nb.name} {nb.addr} (§7.2.2)")
     answered = t.port.now()
     for nb in nbs:
         t.send(nb.na(s=1, o=1), label=f"solicited NA from {nb.name}")
@@ -123,7 +123,6 @@ def _timed_bench(t, *, global_needed: bool) -> str | None:
         Part("B", "Neighbor Solicitation Origination, Target Address Being Global", kind="global"),
     ],
 )
-@judged
 def address_resolution_solicits_correctly(t):
     """'When a node has a unicast packet to send to a neighbor, but does not
     know the neighbor's link-layer address, it performs address resolution
@@ -181,7 +180,6 @@ def address_resolution_solicits_correctly(t):
         Part("D", "Neighbor Solicitation Origination, Global => Link-local", dut="global", node="link_local"),
     ],
 )
-@judged
 def unreachability_detection_probes(t):
     """'The first time a node sends a packet to a neighbor whose entry is
     STALE, the sender changes the state to DELAY and sets a timer to expire

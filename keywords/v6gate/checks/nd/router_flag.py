@@ -4,10 +4,11 @@
 from scapy.layers.inet6 import ICMPv6ND_NA
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net import nce
 from ...net import packets as P
 from ...net.firsthop import FirstHop
-from ...net.nce import Neighbour, judged
+from ...net.nce import Neighbour
 
 
 @check(
@@ -27,7 +28,6 @@ from ...net.nce import Neighbour, judged
         Part("C", "Multicast Neighbor Solicitation with a different SLLA", multicast=True, sll="diff"),
     ],
 )
-@judged
 def ns_keeps_router_flag(t):
     """'If a Neighbor Cache entry is created, the IsRouter flag SHOULD be
     set to FALSE. ... If a Neighbor Cache entry already exists, its
@@ -48,9 +48,9 @@ def ns_keeps_router_flag(t):
     answer = bench.ask(tn2.offlink)
     seen = answer.describe(bench.names)
     if answer.mac != expect:
-        return t.failed(f"{seen}: after TR1's NS the DUT no longer answered off-link {tn2.offlink} through TR1 "
-                        f"({expect}): the NS changed TR1's IsRouter flag")
-    return t.passed(seen)
+        raise Deviation(f"{seen}: after TR1's NS the DUT no longer answered off-link {tn2.offlink} through TR1 "
+                         f"({expect}): the NS changed TR1's IsRouter flag")
+    return t.conclude(seen, [])
 
 
 @check(
@@ -65,7 +65,6 @@ def ns_keeps_router_flag(t):
     expect="after TR1 advertises itself with R=0 it is no longer a default router: an off-link Echo Request is not "
            "answered through TR1 (nor by resolving the off-link address, RFC 4861 has no on-link assumption)",
 )
-@judged
 def na_router_flag_clear_removes_default_router(t):
     """'In those cases where the IsRouter flag changes from TRUE to FALSE as
     a result of this update, the node MUST remove that router from the
@@ -83,12 +82,12 @@ def na_router_flag_clear_removes_default_router(t):
     answer = bench.ask(tn2.offlink)
     seen = answer.describe(bench.names)
     if answer.reply is not None:
-        return t.failed(f"{seen}: the DUT still routed off-link traffic after its only router sent R=0")
+        raise Deviation(f"{seen}: the DUT still routed off-link traffic after its only router sent R=0")
     if answer.solicited(tn2.offlink):
-        return t.failed(f"{seen}: the DUT took the off-link {tn2.offlink} as on-link once it had no router")
+        raise Deviation(f"{seen}: the DUT took the off-link {tn2.offlink} as on-link once it had no router")
     if not t.alive("ns"):
-        return t.failed(f"{seen}, but the DUT stopped answering afterwards")
-    return t.passed(f"{seen}; the DUT still answered NS afterwards")
+        raise Deviation(f"{seen}, but the DUT stopped answering afterwards")
+    return t.conclude(f"{seen}; the DUT still answered NS afterwards", [])
 
 
 @check(
@@ -114,7 +113,7 @@ def ns_for_subnet_router_anycast_is_answered(t):
                            lambda p: ICMPv6ND_NA in p and P.same_address(p[ICMPv6ND_NA].tgt, anycast),
                            within=max_anycast_delay + t.reply_timeout, what="NA for the anycast address")
     if frame is None:
-        return t.failed(f"no NA for the Subnet-Router anycast address {anycast}")
+        raise Deviation(f"no NA for the Subnet-Router anycast address {anycast}")
     na = frame.pkt[ICMPv6ND_NA]
     seen = f"NA for {anycast}: S={na.S} O={na.O} R={na.R}"
     problems = [m for c, m in ((not na.S, "S=0"), (na.O, "Override set for an anycast target"),

@@ -11,6 +11,7 @@ from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, I
 
 from ...core.check import check
 from ...core.ledger import ADDRESS_LEASE_S
+from ...core.verdict import Deviation
 from ...net import packets as P
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
 from .._observe import dad_probe_in
@@ -41,7 +42,7 @@ def new_address_is_announced(t):
                    label=f"RA with prefix {prefix} (A=1, router lifetime 0)")
     probe = dad_probe_in(t, prefix, since)
     if probe is None:
-        return t.failed(f"the DUT formed no address from {prefix} (no DAD probe): there is no new address to announce")
+        raise Deviation(f"the DUT formed no address from {prefix} (no DAD probe): there is no new address to announce")
     address = probe.pkt[ICMPv6ND_NS].tgt
     window = t.retrans_timer + t.reply_timeout  # DupAddrDetectTransmits (1 in the RFC default) x RetransTimer
 
@@ -52,8 +53,8 @@ def new_address_is_announced(t):
     na = t.port.expect(t.from_dut(announces), window, since=probe.time)
     if na is None:
         sent = [f.summary() for f in t.collect(lambda p: IPv6 in p, 0, since=probe.time)][:5]
-        return t.failed(f"no unsolicited Neighbor Advertisement for {address} within {window:g} s of its DAD probe"
-                        f" (the DUT sent: {'; '.join(sent) or 'nothing'})")
+        raise Deviation(f"no unsolicited Neighbor Advertisement for {address} within {window:g} s of its DAD probe"
+                         f" (the DUT sent: {'; '.join(sent) or 'nothing'})")
     pkt = na.pkt
     problems = []
     if not P.is_multicast(pkt[IPv6].dst):
@@ -67,4 +68,6 @@ def new_address_is_announced(t):
         problems.append("sent from ::")
     seen = (f"NA for {address} {na.time - probe.time:.3f} s after its DAD probe, to {pkt[IPv6].dst}, "
             f"O={pkt[ICMPv6ND_NA].O} R={pkt[ICMPv6ND_NA].R}")
-    return t.failed(f"{'; '.join(problems)} ({seen})") if problems else t.passed(seen)
+    if problems:
+        raise Deviation(f"{'; '.join(problems)} ({seen})")
+    return t.conclude(seen, [])

@@ -13,6 +13,7 @@ from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
 from ...core.ledger import ADDRESS_LEASE_S
+from ...core.verdict import Deviation
 from ...net import match as M
 from ...net import nce
 from ...net import packets as P
@@ -150,37 +151,37 @@ def ra_updates_neighbor_cache(t):
         first_out = t.expect_reply(req, lambda p: M.echo_reply_to(req)(p) or M.ns_for(tr1.link_local)(p),
                                    what="Echo Reply or NS for TR1", within=t.reply_timeout + 3 * t.retrans_timer)
     if first_out is None:
-        return t.failed("no packet from the DUT to TR1 after the RA")
+        raise Deviation("no packet from the DUT to TR1 after the RA")
     if ICMPv6ND_NS in first_out.pkt:
-        return t.failed(f"the DUT resolved TR1 again ({first_out.summary()} to {first_out.pkt[Ether].dst}) instead of "
-                        "using the link-layer address the entry should hold")
+        raise Deviation(f"the DUT resolved TR1 again ({first_out.summary()} to {first_out.pkt[Ether].dst}) instead of "
+                         "using the link-layer address the entry should hold")
     dst = first_out.pkt[Ether].dst.lower()
     want = new_mac if t.p.sllao == "changed" else old_mac
     if dst != want:
-        return t.failed(f"the Echo Reply went to {dst}, not to {want}")
+        raise Deviation(f"the Echo Reply went to {dst}, not to {want}")
     sent_at = first_out.time
     probe = t.port.expect(t.from_dut(lambda p: M.ns_for(tr1.link_local)(p) and p[Ether].dst.lower() == want),
                           DELAY_FIRST_PROBE_TIME + t.reply_timeout, since=sent_at + 0.001)
     if t.p.outcome == "stale":
         if probe is None:
-            return t.failed(f"Echo Reply to {want}, but no NUD probe within {DELAY_FIRST_PROBE_TIME + t.reply_timeout:g} "
-                            "s: the entry was not STALE")
-        return t.passed(f"Echo Reply to {want} without resolution; unicast NUD probe {probe.time - sent_at:.2f} s "
-                        "later (STALE -> DELAY -> PROBE)")
+            raise Deviation(f"Echo Reply to {want}, but no NUD probe within {DELAY_FIRST_PROBE_TIME + t.reply_timeout:g} "
+                             "s: the entry was not STALE")
+        return t.conclude(f"Echo Reply to {want} without resolution; unicast NUD probe {probe.time - sent_at:.2f} s "
+                           "later (STALE -> DELAY -> PROBE)", [])
     if probe is not None:
-        return t.failed(f"Echo Reply to {want}, then a NUD probe {probe.time - sent_at:.2f} s later: the entry "
-                        "had left REACHABLE")
-    return t.passed(f"Echo Reply to {want}; no NUD probe within {DELAY_FIRST_PROBE_TIME + t.reply_timeout:g} s "
-                    "(still REACHABLE)")
+        raise Deviation(f"Echo Reply to {want}, then a NUD probe {probe.time - sent_at:.2f} s later: the entry "
+                         "had left REACHABLE")
+    return t.conclude(f"Echo Reply to {want}; no NUD probe within {DELAY_FIRST_PROBE_TIME + t.reply_timeout:g} s "
+                       "(still REACHABLE)", [])
 
 
 def _still_probing(t, tr1, mac: str, since: float):
     probe = t.port.expect(t.from_dut(lambda p: M.ns_for(tr1.link_local)(p) and p[Ether].dst.lower() == mac),
                           1.0 + t.reply_timeout, since=since)  # RetransTimer 1000 ms from the tester's RA
     if probe is None:
-        return t.failed(f"no further unicast probe to {mac} within {1.0 + t.reply_timeout:g} s after the RA: "
-                        "the entry left PROBE")
-    return t.passed(f"the DUT kept probing {mac}: {probe.summary()} {probe.time - since:.2f} s after the RA")
+        raise Deviation(f"no further unicast probe to {mac} within {1.0 + t.reply_timeout:g} s after the RA: "
+                         "the entry left PROBE")
+    return t.conclude(f"the DUT kept probing {mac}: {probe.summary()} {probe.time - since:.2f} s after the RA", [])
 
 
 @check(
@@ -220,10 +221,12 @@ def ra_sets_is_router(t):
         tr1.mac = new_mac
     dad = dad_probe_in(t, prefix, since)
     if dad is None:
-        return t.failed(f"the DUT formed no address from the RA's prefix {prefix}: it did not process the RA")
+        raise Deviation(f"the DUT formed no address from the RA's prefix {prefix}: it did not process the RA")
     dad_done(t, dad)
     path = next_hop_for(t, offlink_node(t), dad.pkt[ICMPv6ND_NS].tgt, via=tr1)
     if path.kind == "router" and path.frame and ICMPv6EchoReply in path.frame.pkt:
-        return t.verdict(path.frame.pkt[Ether].dst.lower() == new_mac,
-                         f"the answer to an off-link node went {path.describe()}")
-    return t.failed(f"the answer to an off-link node went {path.describe()}, not through TR1 at {new_mac}")
+        seen = f"the answer to an off-link node went {path.describe()}"
+        if path.frame.pkt[Ether].dst.lower() != new_mac:
+            raise Deviation(seen)
+        return t.conclude(seen, [])
+    raise Deviation(f"the answer to an off-link node went {path.describe()}, not through TR1 at {new_mac}")

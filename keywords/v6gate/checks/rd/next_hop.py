@@ -12,6 +12,7 @@ from scapy.layers.inet6 import (
 
 from ...core.check import Part, check
 from ...core.ledger import ADDRESS_LEASE_S
+from ...core.verdict import Deviation
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
 from .._observe import (
     autoconfigure,
@@ -41,7 +42,10 @@ def offlink_destination_goes_to_default_router(t):
     conf = autoconfigure(t, tr1, router_lifetime=600)
     conf.require(t)
     path = next_hop_for(t, offlink_node(t), conf.address, via=tr1)
-    return t.verdict(path.kind == "router", f"the answer to an off-link node went {path.describe()}")
+    seen = f"the answer to an off-link node went {path.describe()}"
+    if path.kind != "router":
+        raise Deviation(seen)
+    return t.conclude(seen, [])
 
 
 @check(
@@ -108,8 +112,8 @@ def onlink_flag_clear_keeps_prefix_onlink(t):
         path = next_hop_for(t, tn1, t.dut.link_local, routers=[tr1])
         paths.append(f"after L={onlink}: {path.describe()}")
         if path.kind != "on-link":
-            return t.failed("; ".join(paths))
-    return t.passed("; ".join(paths))
+            raise Deviation("; ".join(paths))
+    return t.conclude("; ".join(paths), [])
 
 
 @check(
@@ -151,10 +155,10 @@ def default_router_switch(t):
         last = next_hop_for(t, tn2, conf.address, via=other, routers=[tr1, tr2], within=0.5)
         t.wait(max(0.0, 0.5 - (t.port.now() - last.frame.time)) if last.frame else 0.0)
         if last.kind == "router" and last.router is other and ICMPv6EchoReply in last.frame.pkt:
-            return t.passed(f"first through {used.name}; {DELAY_FIRST_PROBE_TIME:g}+ s after it went silent the "
-                            f"answer went {last.describe()}")
-    return t.failed(f"{budget:g} s after {used.name} went silent the answer still went "
-                    f"{last.describe() if last else 'nowhere'}")
+            return t.conclude(f"first through {used.name}; {DELAY_FIRST_PROBE_TIME:g}+ s after it went silent the "
+                               f"answer went {last.describe()}", [])
+    raise Deviation(f"{budget:g} s after {used.name} went silent the answer still went "
+                     f"{last.describe() if last else 'nowhere'}")
 
 
 

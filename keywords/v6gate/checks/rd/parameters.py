@@ -9,6 +9,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net import match as M
 from ...net.nd import router_advertisement
 from ...net.rd import (
@@ -49,14 +50,16 @@ def cur_hop_limit_is_applied(t):
     tr1, tn1 = t.tr1, t.node("TN1")
     before, _ = echo_hop_limit(t, tn1)
     if before is None:
-        return t.failed("no Echo Reply before any RA")
+        raise Deviation("no Echo Reply before any RA")
     chlim = _random_hop_limit(avoid=before)
     t.send(router_advertisement(tr1, router_lifetime=0, cur_hop_limit=chlim), label=f"RA, Cur Hop Limit {chlim}")
     t.wait(0.2)
     _after, seen = echo_hop_limit(t, tn1)
     if not t.p.unspecified:
         detail = f"hop limit {before} before, {seen} after an RA with Cur Hop Limit {chlim}"
-        return t.verdict(seen == [chlim], detail)
+        if seen != [chlim]:
+            raise Deviation(detail)
+        return t.conclude(detail, [])
     if seen != [chlim]:
         raise t.not_judged("cur-hop-limit", "rd.cur_hop_limit_is_applied#B",
                            f"an RA with Cur Hop Limit {chlim} left the DUT's Echo Replies at {seen}")
@@ -64,7 +67,9 @@ def cur_hop_limit_is_applied(t):
     t.wait(0.2)
     _last, seen = echo_hop_limit(t, tn1)
     detail = f"hop limit {chlim} after an RA with {chlim}, {seen} after an RA with Cur Hop Limit 0"
-    return t.verdict(seen == [chlim], detail)
+    if seen != [chlim]:
+        raise Deviation(detail)
+    return t.conclude(detail, [])
 
 
 def _router_in_use(t, tr, tn2, addr) -> tuple[bool, str]:
@@ -112,7 +117,9 @@ def router_lifetime_is_honoured(t):
         at = t.port.now() - start
         used, how = _router_in_use(t, tr1, tn2, conf.address)
         detail = f"{at:.1f} s after the first RA (lifetime {lifetime} s, renewed at {lifetime / 2:g} s): {how}"
-        return t.verdict(used, detail)
+        if not used:
+            raise Deviation(detail)
+        return t.conclude(detail, [])
     used, how = _router_in_use(t, tr1, tn2, conf.address)
     if not used:
         raise t.not_judged("default-router:TR1", "rd.router_lifetime_is_honoured#A",
@@ -126,10 +133,10 @@ def router_lifetime_is_honoured(t):
         at = f"{t.port.now() - start:.1f} s after TR1's RA with Router Lifetime {lifetime} s"
     used, how = _router_in_use(t, tr1, tn2, conf.address)
     if used:
-        return t.failed(f"{at} the DUT still answered {how}")
+        raise Deviation(f"{at} the DUT still answered {how}")
     if not t.alive(method="echo"):
-        return t.failed(f"{at} nothing went to TR1, but the DUT stopped answering")
-    return t.passed(f"TR1 was the next hop at first; {at}: {how}")
+        raise Deviation(f"{at} nothing went to TR1, but the DUT stopped answering")
+    return t.conclude(f"TR1 was the next hop at first; {at}: {how}", [])
 
 
 @check(
@@ -174,19 +181,21 @@ def reachable_time_is_applied(t):
             t.note(f"TN1 resolved: {first.summary()}")
         if first is None:
             if t.port.now() - start > t.reply_timeout + 1.0:
-                return t.failed("the DUT never resolved TN1's address (no Neighbor Solicitation)")
+                raise Deviation("the DUT never resolved TN1's address (no Neighbor Solicitation)")
             continue
         probe = next((f for f in solicits if f.time > first.time + 0.5 and f.pkt[Ether].dst.lower() == tn1.mac), None)
         if probe is None and t.port.now() > first.time + high:
-            return t.failed(f"no unicast NUD probe of TN1 within {high:.1f} s of its confirmation: the DUT did not "
-                            f"use Reachable Time {t.p.base_ms} ms (a probe was due between {low:.1f} and "
-                            f"{high:.1f} s)")
+            raise Deviation(f"no unicast NUD probe of TN1 within {high:.1f} s of its confirmation: the DUT did not "
+                             f"use Reachable Time {t.p.base_ms} ms (a probe was due between {low:.1f} and "
+                             f"{high:.1f} s)")
     gap = probe.time - first.time
     t.measure("probe_after_s", round(gap, 3))
     detail = (f"unicast NUD probe {gap:.2f} s after TN1 was resolved; expected ReachableTime "
               f"[{MIN_RANDOM_FACTOR * base:g}, {MAX_RANDOM_FACTOR * base:g}] s + DELAY_FIRST_PROBE_TIME "
               f"{DELAY_FIRST_PROBE_TIME:g} s")
-    return t.verdict(low <= gap <= high, detail)
+    if not (low <= gap <= high):
+        raise Deviation(detail)
+    return t.conclude(detail, [])
 
 
 def _router_reachable_time(t):
@@ -195,9 +204,12 @@ def _router_reachable_time(t):
     frame = t.expect_reply(rs, lambda p: ICMPv6ND_RA in p, what="Router Advertisement",
                            within=t.reply_timeout + 3.0)  # MAX_RA_DELAY_TIME 0.5 s; MIN_DELAY_BETWEEN_RAS 3 s
     if frame is None:
-        return t.failed("no Router Advertisement in answer to a Router Solicitation")
+        raise Deviation("no Router Advertisement in answer to a Router Solicitation")
     value = frame.pkt[ICMPv6ND_RA].reachabletime
-    return t.verdict(value <= 3_600_000, f"Reachable Time {value} ms in the router's RA")
+    seen = f"Reachable Time {value} ms in the router's RA"
+    if value > 3_600_000:
+        raise Deviation(seen)
+    return t.conclude(seen, [])
 
 
 # -- v6LC.2.2.16: RA processing and the Neighbor Cache ----------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net.nd import fresh_prefix, router_advertisement
 from ...net.rd import (
     route_information,
@@ -75,7 +76,7 @@ def route_information_selects_next_hop(t):
     routers = [tr1, tr2]
     conf = autoconfigure(t, tr1, router_lifetime=600)  # TR1: the default router and the DUT's prefix
     if conf.address is None:
-        return t.failed(conf.missing())
+        raise Deviation(conf.missing())
     tn3 = offlink_node(t, "TN3")
     route = _route_prefix([t.target.link_prefix, conf.prefix, ipaddress.IPv6Network(f"{tn3.global_addr}/64", strict=False)])
     tn2 = t.node("TN2", prefix=next(route.subnets(new_prefix=64)))
@@ -92,7 +93,9 @@ def route_information_selects_next_hop(t):
             problems.append(f"the answer inside {route} did not go to TR2, which advertised the route")
         if outside.router is not tr1:
             problems.append("the answer outside the route did not go to TR1, the default router")
-        return t.failed(f"{'; '.join(problems)}: {seen}") if problems else t.passed(seen)
+        if problems:
+            raise Deviation(f"{'; '.join(problems)}: {seen}")
+        return t.conclude(seen, [])
 
     if t.p.case == "preference":
         _rio_ra(t, tr2, route, preference="high")
@@ -106,14 +109,16 @@ def route_information_selects_next_hop(t):
             problems.append("with TR2's route at high preference the answer did not go to TR2")
         if second.router is not tr1:
             problems.append("with TR2's route at low preference the answer did not go to TR1 (medium)")
-        return t.failed(f"{'; '.join(problems)}: {seen}") if problems else t.passed(seen)
+        if problems:
+            raise Deviation(f"{'; '.join(problems)}: {seen}")
+        return t.conclude(seen, [])
 
     lifetime = RIO_SHORT_LIFETIME if t.p.case == "expire" else 600
     sent = _rio_ra(t, tr2, route, lifetime=lifetime)
     before = _via(t, tn2, conf, tr1, routers)
     if before.router is not tr2:
-        return t.failed(f"the route via TR2 was not used before the withdrawal (a type C host uses it, see part "
-                        f"more-specific): the answer went {before.describe()}")
+        raise Deviation(f"the route via TR2 was not used before the withdrawal (a type C host uses it, see part "
+                         f"more-specific): the answer went {before.describe()}")
     if t.p.case == "expire":
         t.wait(max(0.0, sent + lifetime + RIO_EXPIRY_MARGIN_S - t.port.now()))
         step = f"{lifetime} s Route Lifetime over (+{t.port.now() - sent:.1f} s)"
@@ -123,9 +128,9 @@ def route_information_selects_next_hop(t):
     after = _via(t, tn2, conf, tr1, routers)
     seen = f"before: {before.describe()}; after {step}: {after.describe()}"
     if after.router is not tr1:
-        return t.failed(f"the {'expired' if t.p.case == 'expire' else 'withdrawn'} route via TR2 is still used "
-                        f"(expected TR1, the default router): {seen}")
-    return t.passed(seen)
+        raise Deviation(f"the {'expired' if t.p.case == 'expire' else 'withdrawn'} route via TR2 is still used "
+                         f"(expected TR1, the default router): {seen}")
+    return t.conclude(seen, [])
 
 
 # -- RFC 8028: the first hop depends on the source address -------------------------
@@ -155,7 +160,7 @@ def source_address_selects_first_hop(t):
     conf2 = autoconfigure(t, tr2, prefix=fresh_prefix(avoid=conf1.prefix), router_lifetime=600)
     for conf, router in ((conf1, tr1), (conf2, tr2)):
         if conf.address is None:
-            return t.failed(f"from {router.name}'s RA: {conf.missing()}")
+            raise Deviation(f"from {router.name}'s RA: {conf.missing()}")
     tn2 = offlink_node(t)
     tn2.answers_ns = False
     own = {conf1.address: tr1, conf2.address: tr2}
@@ -171,4 +176,6 @@ def source_address_selects_first_hop(t):
         elif path.router is not own[addr]:
             problems.append(f"the answer from {addr} went {'through ' + path.router.name if path.router else path.kind}"
                             f", not through {own[addr].name}, which advertised its prefix")
-    return t.failed(f"{'; '.join(problems)}: {'; '.join(seen)}") if problems else t.passed("; ".join(seen))
+    if problems:
+        raise Deviation(f"{'; '.join(problems)}: {'; '.join(seen)}")
+    return t.conclude("; ".join(seen), [])

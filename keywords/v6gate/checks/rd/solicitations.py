@@ -18,6 +18,7 @@ from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
 from ...core.ledger import ADDRESS_LEASE_S
+from ...core.verdict import Deviation
 from ...net import match as M
 from ...net import packets as P
 from ...net.nd import ND_HOP_LIMIT, fresh_prefix, prefix_option, router_advertisement
@@ -89,7 +90,7 @@ def rs_is_sent_at_interface_start(t):
     keeps that first interval (IRT = RTR_SOLICITATION_INTERVAL, RAND ±0.1)."""
     since, window, first = _restart_and_first_rs(t)
     if first is None:
-        return t.failed(f"no Router Solicitation within {window:g} s of the restart")
+        raise Deviation(f"no Router Solicitation within {window:g} s of the restart")
     problems = _judge_rs(t, first)
     t.note(f"first RS {first.time - since:.3f} s after the restart: {first.summary()}")
     second = t.port.expect(t.from_dut(is_rs), _rs_gap_ceiling() + t.reply_timeout, since=first.time + 0.001)
@@ -124,7 +125,7 @@ def rs_retransmissions_keep_their_spacing(t):
     exponential backoff (RT = 2*RTprev + RAND*RTprev), never faster."""
     _since, window, first = _restart_and_first_rs(t)
     if first is None:
-        return t.failed(f"no Router Solicitation within {window:g} s of the restart")
+        raise Deviation(f"no Router Solicitation within {window:g} s of the restart")
     horizon = _rs_gap_ceiling() * 3 + t.reply_timeout  # covers the 2nd (~4 s) and 3rd (~8 s later) RS
     frames = t.collect(is_rs, horizon, since=first.time)
     times = [f.time for f in frames]
@@ -165,7 +166,7 @@ def solicited_ra_stops_solicitations(t):
     it neither stops the solicitations nor configures anything."""
     since, window, first = _restart_and_first_rs(t)
     if first is None:
-        return t.failed(f"no Router Solicitation within {window:g} s of the restart, nothing to answer")
+        raise Deviation(f"no Router Solicitation within {window:g} s of the restart, nothing to answer")
     tr1, prefix, chlim = t.tr1, fresh_prefix(avoid=t.target.link_prefix), _random_hop_limit()
     fields = dict(router_lifetime=600, cur_hop_limit=chlim, sllao=t.p.sllao,
                   prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
@@ -176,10 +177,10 @@ def solicited_ra_stops_solicitations(t):
     effects = _ra_effects(t, tr1, prefix, chlim, sent) if t.p.how else []
     if not t.p.how:
         if later is not None:
-            return t.failed(f"the DUT sent another Router Solicitation {later.time - sent:.3f} s after a valid "
-                            f"RA (first RS at +{first.time - since:.3f} s): it did not accept the RA")
-        return t.passed(f"one Router Solicitation (+{first.time - since:.3f} s after the restart), none in the "
-                        f"{until - sent:.1f} s after the valid RA")
+            raise Deviation(f"the DUT sent another Router Solicitation {later.time - sent:.3f} s after a valid "
+                             f"RA (first RS at +{first.time - since:.3f} s): it did not accept the RA")
+        return t.conclude(f"one Router Solicitation (+{first.time - since:.3f} s after the restart), none in the "
+                           f"{until - sent:.1f} s after the valid RA", [])
     problems = list(effects)
     if later is None:
         problems.insert(0, f"no further Router Solicitation within {until - sent:.1f} s after the invalid RA "
@@ -235,7 +236,7 @@ def host_ignores_router_solicitations(t):
     seen = (f"{'resolved' if resolved else 'did not resolve'} {tn1.link_local} with an NS, "
             f"{'answered' if replied else 'did not answer'} its Echo Request, no RA")
     if problems:
-        return t.failed(seen, problems)
+        return t.conclude(seen, problems)
     if not t.alive(method="echo"):
-        return t.failed(f"{seen}, but the DUT stopped answering afterwards")
-    return t.passed(seen)
+        raise Deviation(f"{seen}, but the DUT stopped answering afterwards")
+    return t.conclude(seen, [])

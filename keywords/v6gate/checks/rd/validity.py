@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...core.check import Part, check
 from ...core.ledger import ADDRESS_LEASE_S
+from ...core.verdict import Deviation
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
 from ...net.rd import (
     fragmented,
@@ -48,13 +49,15 @@ def invalid_ra_is_ignored(t):
     since = t.send(ra, label=f"invalid RA ({_INVALID_RA_PARTS[t.p.how]}), Cur Hop Limit {chlim}, prefix {prefix}")
     effects = _ra_effects(t, tr1, prefix, chlim, since)
     if effects:
-        return t.failed(f"the DUT processed the invalid RA ({_INVALID_RA_PARTS[t.p.how]}): {'; '.join(effects)}")
+        raise Deviation(f"the DUT processed the invalid RA ({_INVALID_RA_PARTS[t.p.how]}): {'; '.join(effects)}")
     if not t.alive(method="echo"):
-        return t.failed("no effect of the RA, but the DUT stopped answering afterwards")
+        raise Deviation("no effect of the RA, but the DUT stopped answering afterwards")
     took, after = _valid_ra_takes_effect(t, tr1, chlim)
     seen = (f"no DAD probe in {prefix} within {dad_window(t):g} s and its Echo Replies kept hop limit {before} "
             f"(the invalid RA said {chlim})")
-    return t.passed(f"{seen}; {after}") if took else t.failed(f"{seen}; {after}")
+    if not took:
+        raise Deviation(f"{seen}; {after}")
+    return t.conclude(f"{seen}; {after}", [])
 
 
 def _fragmented_ra(t, atomic: bool):
@@ -69,12 +72,14 @@ def _fragmented_ra(t, atomic: bool):
         t.send(f, label=f"RA in {'an atomic fragment' if atomic else f'{len(frames)} fragments'}")
     effects = _ra_effects(t, tr1, prefix, chlim, since)
     if effects:
-        return t.failed(f"the DUT processed the fragmented RA: {'; '.join(effects)}")
+        raise Deviation(f"the DUT processed the fragmented RA: {'; '.join(effects)}")
     if not t.alive(method="echo"):
-        return t.failed("no effect of the RA, but the DUT stopped answering afterwards")
+        raise Deviation("no effect of the RA, but the DUT stopped answering afterwards")
     took, after = _valid_ra_takes_effect(t, tr1, chlim)
     seen = f"no DAD probe in {prefix} and hop limit still {before} (the fragmented RA said {chlim})"
-    return t.passed(f"{seen}; {after}") if took else t.failed(f"{seen}; {after}")
+    if not took:
+        raise Deviation(f"{seen}; {after}")
+    return t.conclude(f"{seen}; {after}", [])
 
 
 @check(

@@ -29,6 +29,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from ...core.context import NotApplicable
+from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...lab.hostpaths import PrivatePaths
 from ...net import match as M
@@ -100,7 +101,7 @@ def ask(t, cl: Client, module: str, args: list[str], what: str, settle: float = 
 def speaker_failed(t, answer: dict, msg: str):
     """A speaker's error: FAIL when the DUT caused it (``dut_fault``), else the bench's ERROR."""
     if answer.get("dut_fault"):
-        return t.failed(msg)
+        raise Deviation(msg)
     raise BenchError(msg)
 
 

@@ -8,6 +8,7 @@ import hashlib
 import secrets
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...errors import BenchError
 from . import _client as C
 
@@ -113,7 +114,7 @@ def _transfer(t, dut: str, svc: dict, port: int, cl, mtu: int | None):
         answer = out.strip().splitlines()[-1] if out.strip() else ""
         if rc is None or "error" in answer:
             how = f"timed out after {limit:g} s" if rc is None else f"failed: {answer[:200]}"
-            return t.failed(f"{what} {how}; {_largest(t, since, dut, port)}; {C.dut_frames_summary(t, since, dut)}")
+            raise Deviation(f"{what} {how}; {_largest(t, since, dut, port)}; {C.dut_frames_summary(t, since, dut)}")
         if rc != 0 or not answer:
             raise BenchError(f"the iSCSI client failed (exit {rc}): {err.strip()[-300:]}")
         steps = []
@@ -129,8 +130,8 @@ def _transfer(t, dut: str, svc: dict, port: int, cl, mtu: int | None):
         if rc != 0 or "NT_STATUS" in out + err:
             detail = (err.strip() or out.strip() or "no output").splitlines()[-1][:200]
             how = f"timed out after {limit:g} s" if rc is None else f"failed: {detail}"
-            return t.failed(f"{what} {how}; "
-                            f"{_largest(t, since, dut, port)}; {C.dut_frames_summary(t, since, dut)}")
+            raise Deviation(f"{what} {how}; "
+                             f"{_largest(t, since, dut, port)}; {C.dut_frames_summary(t, since, dut)}")
     t.wait(0.2)
     if not local_out.exists():
         raise BenchError(f"the client reported success but wrote no {local_out}")
@@ -149,12 +150,12 @@ def _transfer(t, dut: str, svc: dict, port: int, cl, mtu: int | None):
     t.measure("dut_mss", mss)
     t.measure("link_mtu", mtu)
     if diff != "identical":
-        return t.failed(f"the {len(data)}-byte pattern read back wrong: {diff}")
+        raise Deviation(f"the {len(data)}-byte pattern read back wrong: {diff}")
     # the capture may hold GSO super-packets on a virtual link (lab-notes: veth), so the MSS the DUT
     # announced (RFC 9293 §3.7.1: link MTU - 60 for IPv6) tells the segment size, not the largest frame
-    return t.passed(f"{len(data)} bytes written and read back identical over IPv6; the DUT announced MSS "
-                    f"{mss or 'unseen'} (link MTU {mtu} - 60 = {mtu - 60 if mtu else '?'}); its largest captured "
-                    f"packet {largest} bytes{path}")
+    return t.conclude(f"{len(data)} bytes written and read back identical over IPv6; the DUT announced MSS "
+                       f"{mss or 'unseen'} (link MTU {mtu} - 60 = {mtu - 60 if mtu else '?'}); its largest captured "
+                       f"packet {largest} bytes{path}", [])
 
 
 def _largest_frame(t, since: float, dut: str, port: int) -> int:

@@ -4,6 +4,7 @@ values (RFC 7143 §13.8)."""
 from __future__ import annotations
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net.iscsi import parse_target_address
 from . import _client as C
 
@@ -60,11 +61,11 @@ def sendtargets_portals_are_ipv6(t):
     t.measure("sendtargets", pairs)
     names = [v for k, v in pairs if k == "TargetName"]
     if not names:
-        return t.failed(f"SendTargets=All on [{dut}]:{port} returned no TargetName (keys: {pairs})")
+        raise Deviation(f"SendTargets=All on [{dut}]:{port} returned no TargetName (keys: {pairs})")
     if svc.get("iqn") and svc["iqn"] not in names:
-        return t.failed(f"SendTargets did not list {svc['iqn']} (the target file's iqn); it listed {names}")
+        raise Deviation(f"SendTargets did not list {svc['iqn']} (the target file's iqn); it listed {names}")
     problems, portals = judge_target_addresses(pairs, link_is_global=True)
     if problems:
-        return t.failed("; ".join(problems) + f" (discovery over [{dut}]:{port})")
+        raise Deviation("; ".join(problems) + f" (discovery over [{dut}]:{port})")
     note = "" if portals else " (no TargetAddress: the targets are at the discovery address, §13.8)"
-    return t.passed(f"{len(names)} target(s), portals {', '.join(portals) or '-'} all bracketed global IPv6{note}")
+    return t.conclude(f"{len(names)} target(s), portals {', '.join(portals) or '-'} all bracketed global IPv6{note}", [])

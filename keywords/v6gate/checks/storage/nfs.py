@@ -8,6 +8,7 @@ import ipaddress
 import re
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from . import _client as C
 
 NFS_PROG, MOUNT_PROG = 100003, 100005
@@ -89,13 +90,13 @@ def rpcbind_registrations_are_ipv6(t):
     t.measure("rpcbind_dump", rows)
     if rc != 0 or not rows:
         detail = (err.strip() or out.strip() or "no output").splitlines()[-1][:200]
-        return t.failed(f"rpcbind DUMP over IPv6 to [{dut}]:111 failed ({'timed out' if rc is None else detail}); "
-                        f"{C.dut_frames_summary(t, since, dut)}")
+        raise Deviation(f"rpcbind DUMP over IPv6 to [{dut}]:111 failed ({'timed out' if rc is None else detail}); "
+                         f"{C.dut_frames_summary(t, since, dut)}")
     problems, seen = judge_registrations(rows, [v for v in versions if v == 3])
     summary = "; ".join(f"{k}: {', '.join(v) or 'none'}" for k, v in seen.items())
     if problems:
-        return t.failed("; ".join(problems) + f" ({summary})")
-    return t.passed(f"rpcbind over IPv6 lists {summary}; every IPv6 universal address is valid")
+        raise Deviation("; ".join(problems) + f" ({summary})")
+    return t.conclude(f"rpcbind over IPv6 lists {summary}; every IPv6 universal address is valid", [])
 
 
 def judge_locations(fsl: dict | None, link_is_global: bool = True) -> list[str]:
@@ -154,11 +155,11 @@ def referral_locations_are_ipv6(t):
     t.measure("compound", answer)
     ops = ", ".join(f"{o['op']}:{o['status']}" for o in answer["ops"])
     if answer["status"] != "NFS4_OK":
-        return t.failed(f"PUTROOTFH, LOOKUP {path}, GETATTR(fs_locations) on [{addr}]:{port} ended "
-                        f"{answer['status']} (operations {ops}): the declared referral's locations cannot be read")
+        raise Deviation(f"PUTROOTFH, LOOKUP {path}, GETATTR(fs_locations) on [{addr}]:{port} ended "
+                         f"{answer['status']} (operations {ops}): the declared referral's locations cannot be read")
     fsl = answer["attrs"].get("fs_locations")
     problems = judge_locations(fsl)
     if problems:
-        return t.failed("; ".join(problems) + f" (fs_locations of {path} on [{addr}]:{port}: {fsl})")
+        raise Deviation("; ".join(problems) + f" (fs_locations of {path} on [{addr}]:{port}: {fsl})")
     shown = "; ".join(f"server {', '.join(loc['servers'])} path {loc['rootpath']}" for loc in fsl["locations"])
-    return t.passed(f"fs_locations of {path} (fs_root {fsl['fs_root']}) over IPv6: {shown}")
+    return t.conclude(f"fs_locations of {path} (fs_root {fsl['fs_root']}) over IPv6: {shown}", [])

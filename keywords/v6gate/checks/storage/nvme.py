@@ -20,6 +20,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...errors import BenchError
 from . import _client as C
 from .integrity import PATTERN_BYTES, _dut_mss, _largest, _largest_frame, first_difference, pattern
@@ -108,13 +109,13 @@ def nvme_tcp_discovery_answers_over_ipv6_only(t):
         raise BenchError(f"none of the {len(frames)} captured session frames came from [{addr}]")
     leak = next((p for p in (C.ipv4_problem(t, since, mac) for mac in sorted(macs)) if p), None)
     if leak:
-        return t.failed(f"{leak}; the NVMe/TCP discovery session itself completed over IPv6 ({len(frames)} frames)")
+        raise Deviation(f"{leak}; the NVMe/TCP discovery session itself completed over IPv6 ({len(frames)} frames)")
     if not frames and getattr(t.session, "lab", None) is not None:
         raise BenchError(f"the NVMe/TCP discovery on [{addr}]:{port} succeeded but the tester captured none of its "
                          "frames (the lab's hub mode is off?)")
-    return t.passed(f"ICReq/ICResp, Connect (controller {answer['cntlid']}) and the Discovery Log Page "
-                    f"({answer['numrec']} entries) over IPv6 between {cl.address or 'the client'} and "
-                    f"[{addr}]:{port} ({len(frames)} frames); no IPv4 from the target")
+    return t.conclude(f"ICReq/ICResp, Connect (controller {answer['cntlid']}) and the Discovery Log Page "
+                       f"({answer['numrec']} entries) over IPv6 between {cl.address or 'the client'} and "
+                       f"[{addr}]:{port} ({len(frames)} frames); no IPv4 from the target", [])
 
 
 @check(
@@ -146,13 +147,13 @@ def nvme_discovery_log_entries_are_ipv6(t):
     t.measure("discovery_log", entries)
     want = C.service(t, "NVMe-TCP").get("nqn")
     if want and not any(e["subnqn"] == want for e in entries):
-        return t.failed(f"the Discovery Log Page on [{addr}]:{port} does not list {want} (the target file's nqn); "
-                        f"it lists {[e['subnqn'] for e in entries]}")
+        raise Deviation(f"the Discovery Log Page on [{addr}]:{port} does not list {want} (the target file's nqn); "
+                         f"it lists {[e['subnqn'] for e in entries]}")
     problems = judge_log_entries(entries)
     if problems:
-        return t.failed("; ".join(problems) + f" (Discovery Log Page of [{addr}]:{port}, {len(entries)} entries)")
+        raise Deviation("; ".join(problems) + f" (Discovery Log Page of [{addr}]:{port}, {len(entries)} entries)")
     shown = ", ".join(f"{e['subtype']} [{e['traddr']}]:{e['trsvcid']}" for e in entries)
-    return t.passed(f"{len(entries)} entries, all ADRFAM IPv6 with global addresses: {shown or '-'}")
+    return t.conclude(f"{len(entries)} entries, all ADRFAM IPv6 with global addresses: {shown or '-'}", [])
 
 
 @check(
@@ -192,8 +193,8 @@ def nvme_data_reads_back_intact_at_link_mtu(t):
         raise BenchError(f"the NVMe/TCP host reported success but wrote no {local_out}")
     diff = first_difference(data, local_out.read_bytes())
     if diff != "identical":
-        return t.failed(f"the {len(data)}-byte pattern read back wrong over NVMe/TCP: {diff}")
+        raise Deviation(f"the {len(data)}-byte pattern read back wrong over NVMe/TCP: {diff}")
     mtu = t.target.link_mtu
-    return t.passed(f"{len(data)} bytes written and read back identical over IPv6 ({answer['lba_size']}-byte "
-                    f"blocks, {answer['seconds']} s); the target announced MSS {mss or 'unseen'} (link MTU {mtu}); "
-                    f"its largest captured packet {largest} bytes")
+    return t.conclude(f"{len(data)} bytes written and read back identical over IPv6 ({answer['lba_size']}-byte "
+                       f"blocks, {answer['seconds']} s); the target announced MSS {mss or 'unseen'} (link MTU {mtu}); "
+                       f"its largest captured packet {largest} bytes", [])

@@ -11,6 +11,7 @@ LUNS), libnfs's ``nfs-ls`` (NFSv4 and NFSv3 with MOUNT), Samba's
 from __future__ import annotations
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from . import _client as C
 
 RFC = ("RFC 8200 §1 and OMB M-21-07 (IPv6-only operation: the service must work with no IPv4); "
@@ -79,15 +80,15 @@ def service_answers_over_ipv6_only(t):
     if not ok:
         detail = (err.strip() or out.strip()).splitlines()[-1:] or ["no output"]
         reason = "timed out" if rc is None else f"exit {rc}: {detail[0][:200]}"
-        return t.failed(f"{what} failed ({reason}); {len(frames)} IPv6 frames to/from port {port}; "
-                        f"{C.dut_frames_summary(t, since, dut)}")
+        raise Deviation(f"{what} failed ({reason}); {len(frames)} IPv6 frames to/from port {port}; "
+                         f"{C.dut_frames_summary(t, since, dut)}")
     leak = C.ipv4_problem(t, since)
     if leak:
-        return t.failed(f"{leak}; the session itself completed over IPv6 ({len(frames)} frames)")
+        raise Deviation(f"{leak}; the session itself completed over IPv6 ({len(frames)} frames)")
     if not frames and getattr(t.session, "lab", None) is not None:
         from ...errors import BenchError
 
         raise BenchError(f"{what} succeeded but the tester captured none of its frames (the lab's hub mode is off?)")
-    return t.passed(f"{what} completed over IPv6 ({len(frames)} frames between {cl.address or 'the client'} and "
-                    f"[{dut}]:{port}); no IPv4 frame from the DUT")
+    return t.conclude(f"{what} completed over IPv6 ({len(frames)} frames between {cl.address or 'the client'} and "
+                       f"[{dut}]:{port}); no IPv4 frame from the DUT", [])
 

@@ -12,6 +12,7 @@ import time
 from scapy.layers.inet6 import IPv6
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...net.nd import prefix_option, router_advertisement
 from ...util.proc import in_ns
@@ -116,8 +117,8 @@ def session_survives_address_deprecation(t):
         out = proc.communicate(timeout=5)[0] if proc.poll() is not None else ""
         if not ("NT_STATUS" in out or "onnection" in out or proc.poll() is None):
             raise BenchError(f"smbclient stopped before the pause: {(out.strip().splitlines() or ['no output'])[-1]}")
-        return t.failed(f"the SMB3 session to //{dut}/{share} did not complete its first write: "
-                        f"{(out.strip().splitlines() or ['no output'])[-1][:200]}; {C.dut_frames_summary(t, since, dut)}")
+        raise Deviation(f"the SMB3 session to //{dut}/{share} did not complete its first write: "
+                         f"{(out.strip().splitlines() or ['no output'])[-1][:200]}; {C.dut_frames_summary(t, since, dut)}")
     ports_before = _connections(t, since, dut, port)
     # deprecate the DUT's prefix: TR1's RA with preferred lifetime 0 (valid lifetime kept at two hours)
     ra = router_advertisement(t.tr1, prefixes=[prefix_option(net, valid=7200, preferred=0)])
@@ -153,17 +154,17 @@ def session_survives_address_deprecation(t):
     except subprocess.TimeoutExpired:
         proc.kill()
         out = proc.communicate()[0]
-        return t.failed(f"the SMB3 session stalled after {dut} was deprecated (no read-back within the timeout); "
-                        f"{C.dut_frames_summary(t, since, dut)}")
+        raise Deviation(f"the SMB3 session stalled after {dut} was deprecated (no read-back within the timeout); "
+                         f"{C.dut_frames_summary(t, since, dut)}") from None
     ports_after = _connections(t, since, dut, port)
     if proc.returncode != 0 or not back.exists() or "NT_STATUS" in out:
-        return t.failed(f"the SMB3 session broke after {dut} was deprecated: "
-                        f"{(out.strip().splitlines() or ['no output'])[-1][:200]}; {C.dut_frames_summary(t, since, dut)}")
+        raise Deviation(f"the SMB3 session broke after {dut} was deprecated: "
+                         f"{(out.strip().splitlines() or ['no output'])[-1][:200]}; {C.dut_frames_summary(t, since, dut)}")
     diff = first_difference(data, back.read_bytes())
     if diff != "identical":
-        return t.failed(f"after deprecation the pattern read back wrong: {diff}")
+        raise Deviation(f"after deprecation the pattern read back wrong: {diff}")
     if len(ports_after) > 1 or (ports_before and ports_after != ports_before):
         raise BenchError(f"smbclient used more than one connection ({sorted(ports_after)}): not one session")
-    return t.passed(f"the session (client port {', '.join(map(str, sorted(ports_after))) or '?'}) read back its "
-                    f"{len(data)}-byte pattern after {dut} was deprecated"
-                    + ("" if state else " (deprecation not readable on this target)"))
+    return t.conclude(f"the session (client port {', '.join(map(str, sorted(ports_after))) or '?'}) read back its "
+                       f"{len(data)}-byte pattern after {dut} was deprecated"
+                       + ("" if state else " (deprecation not readable on this target)"), [])

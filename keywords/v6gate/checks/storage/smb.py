@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from ...core.check import check
+from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...net.smb import AF_INET6_SMB, parse_interfaces
 from . import _client as C
@@ -42,8 +43,8 @@ def interface_info_lists_ipv6_addresses(t):
         err_text = answer["error"]
         if "ModuleNotFoundError" in err_text:
             raise BenchError(f"the SMB client needs smbprotocol (pip; tools/setup installs it): {err_text}")
-        return t.failed(f"FSCTL_QUERY_NETWORK_INTERFACE_INFO on [{dut}]:{port} failed: {err_text[:300]}; "
-                        f"{C.dut_frames_summary(t, since, dut)}")
+        raise Deviation(f"FSCTL_QUERY_NETWORK_INTERFACE_INFO on [{dut}]:{port} failed: {err_text[:300]}; "
+                         f"{C.dut_frames_summary(t, since, dut)}")
     buf = bytes.fromhex(answer["buffer"])
     entries, problems = parse_interfaces(buf)
     listed = [f"{e.address}" + (f"%{e.scope_id}" if e.scope_id else "") for e in entries if e.address]
@@ -58,7 +59,7 @@ def interface_info_lists_ipv6_addresses(t):
     if not problems and not any(e.address == dut for e in v6):  # framing problems first: one cause, one line
         problems.append(f"no SOCKADDR_IN6 entry for {dut}, the address the session uses")
     if problems:
-        return t.failed("; ".join(problems) + f" ({len(buf)}-byte answer, dialect {answer.get('dialect')}, "
-                        f"entries: {', '.join(listed) or 'none'})")
-    return t.passed(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} in a {len(buf)}-byte answer (dialect "
-                    f"{answer.get('dialect')}): {', '.join(listed)}; every entry 152 bytes, SOCKADDR_IN6 for {dut}")
+        raise Deviation("; ".join(problems) + f" ({len(buf)}-byte answer, dialect {answer.get('dialect')}, "
+                         f"entries: {', '.join(listed) or 'none'})")
+    return t.conclude(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} in a {len(buf)}-byte answer (dialect "
+                       f"{answer.get('dialect')}): {', '.join(listed)}; every entry 152 bytes, SOCKADDR_IN6 for {dut}", [])
