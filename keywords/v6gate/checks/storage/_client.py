@@ -98,11 +98,10 @@ def ask(t, cl: Client, module: str, args: list[str], what: str, settle: float = 
         raise BenchError(f"the {what} gave no answer (exit {rc}): {err.strip()[-300:]}") from None
 
 
-def speaker_failed(t, answer: dict, msg: str):
-    """A speaker's error: FAIL when the DUT caused it (``dut_fault``), else the bench's ERROR."""
-    if answer.get("dut_fault"):
-        raise Deviation(msg)
-    raise BenchError(msg)
+def speaker_error(answer: dict, msg: str) -> Exception:
+    """A speaker's error, to raise: the check's FAIL when the DUT caused it
+    (``dut_fault``: Deviation), else the bench's ERROR."""
+    return Deviation(msg) if answer.get("dut_fault") else BenchError(msg)
 
 
 def _text(b) -> str:

@@ -55,8 +55,8 @@ def sendtargets_portals_are_ipv6(t):
     answer, since = C.ask(t, cl, "v6gate.net.iscsi", ["sendtargets", dut, str(port), C.INITIATOR],
                           "iSCSI discovery client")
     if "error" in answer:
-        return C.speaker_failed(t, answer, f"discovery session on [{dut}]:{port} failed: {answer['error']}; "
-                                           f"{C.dut_frames_summary(t, since, dut)}")
+        raise C.speaker_error(answer, f"discovery session on [{dut}]:{port} failed: {answer['error']}; "
+                                      f"{C.dut_frames_summary(t, since, dut)}")
     pairs = answer["sendtargets"]
     t.measure("sendtargets", pairs)
     names = [v for k, v in pairs if k == "TargetName"]

@@ -150,8 +150,8 @@ def referral_locations_are_ipv6(t):
     path = svc["referral"]
     answer, since = C.ask(t, cl, "v6gate.net.nfs4", ["fs_locations", addr, str(port), path], "NFSv4 client")
     if "error" in answer:
-        return C.speaker_failed(t, answer, f"NFSv4 COMPOUND to [{addr}]:{port} failed: {answer['error']}; "
-                                           f"{C.dut_frames_summary(t, since, addr)}")
+        raise C.speaker_error(answer, f"NFSv4 COMPOUND to [{addr}]:{port} failed: {answer['error']}; "
+                                      f"{C.dut_frames_summary(t, since, addr)}")
     t.measure("compound", answer)
     ops = ", ".join(f"{o['op']}:{o['status']}" for o in answer["ops"])
     if answer["status"] != "NFS4_OK":

@@ -71,9 +71,9 @@ def _discover(t) -> tuple[dict, str, int, float, C.Client]:
 
 def _session_failed(t, answer: dict, addr: str, port: int, since: float):
     frames = C.session_frames(t, since, addr, port)
-    return C.speaker_failed(t, answer, f"NVMe/TCP discovery on [{addr}]:{port} failed: {answer['error']}; "
-                                       f"{len(frames)} IPv6 frames to/from port {port}; "
-                                       f"{C.dut_frames_summary(t, since, addr)}")
+    raise C.speaker_error(answer, f"NVMe/TCP discovery on [{addr}]:{port} failed: {answer['error']}; "
+                                  f"{len(frames)} IPv6 frames to/from port {port}; "
+                                  f"{C.dut_frames_summary(t, since, addr)}")
 
 
 @check(
@@ -183,8 +183,8 @@ def nvme_data_reads_back_intact_at_link_mtu(t):
     answer, since = C.ask(t, cl, "v6gate.net.nvme_tcp", ["rw", addr, str(port), svc["nqn"], str(local_in),
                                                           str(local_out)], "NVMe/TCP host")
     if "error" in answer:
-        return C.speaker_failed(t, answer, f"{what} failed: {answer['error']}; {_largest(t, since, addr, port)}; "
-                                           f"{C.dut_frames_summary(t, since, addr)}")
+        raise C.speaker_error(answer, f"{what} failed: {answer['error']}; {_largest(t, since, addr, port)}; "
+                                      f"{C.dut_frames_summary(t, since, addr)}")
     t.measure("io", answer)
     largest, mss = _largest_frame(t, since, addr, port), _dut_mss(t, since, addr, port)
     t.measure("largest_dut_packet_bytes", largest)
