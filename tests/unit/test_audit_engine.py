@@ -269,7 +269,7 @@ def test_without_a_compiler_the_audit_runs_on_the_python_path_and_says_so_once(m
     cap = tmp_path / "mix.pcapng"
     write_pcapng(cap, mix_frames[:3000], "<")
     with_engine, _ = audited(cap)
-    monkeypatch.setattr(core, "LIBRARY", native.Library("engine", core.SOURCES, core._signatures))
+    monkeypatch.setattr(core, "LIBRARY", native.Library("engine", core.SOURCES, core._signatures, defines=core.DEFINES))
     monkeypatch.setattr(native, "BUILD", tmp_path / "build")
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
     plain, counts = audited(cap)
@@ -303,7 +303,8 @@ def test_random_frames_through_the_engine_under_sanitizers(tmp_path):
     built = subprocess.run([cc, "-O1", "-g", "-std=gnu11", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                             # allocations that can fail; sets indexed from their second address and a host table
                             # of 4 slots, so growing them (and failing to) happens all the time
-                            "-Drealloc=fuzz_realloc", "-DASET_LINEAR=1", "-DMAC_SLOTS=4", "-I", str(ENGINE), "-o", str(exe),
+                            "-Drealloc=fuzz_realloc", "-DASET_LINEAR=1", "-DMAC_SLOTS=4",
+                            *(f"-D{k}={v}" for k, v in core.DEFINES.items()), "-I", str(ENGINE), "-o", str(exe),
                             str(Path(__file__).with_name("engine_fuzz.c")), *sources],
                            capture_output=True, text=True, timeout=180)
     if built.returncode and "asan" in built.stderr.lower():

@@ -21,6 +21,9 @@ PCAP_MAGICS = {
 }
 GZIP = b"\x1f\x8b"
 EPB, SPB, OPB = 6, 3, 2
+#: the largest record a reader takes (64 MiB; larger is a damaged length field, not a frame): the Python
+#: readers' and, given as -D, the C engine's (engine/walk.c)
+MAX_RECORD = 0x4000000
 LINKTYPE_ETHERNET = 1
 
 

@@ -27,8 +27,9 @@ import os
 from ..errors import BenchError
 from ..net import v6only as V
 from . import native
+from .capture import MAX_RECORD
 from .dissect import time_text
-from .hosts import Audit, Host, Seen
+from .hosts import BOUNDS, Audit, Host, Seen
 
 GO, UNSUPPORTED, NOMEM = 0, 5, 6
 MAIL_POS, MAIL_FRAMES, MAIL_WORDS = 0, 1, 2
@@ -55,7 +56,9 @@ def _signatures(lib) -> None:
 
 
 SOURCES = ("engine/util.c", "engine/dissect.c", "engine/rules.c", "engine/walk.c", "engine/export.c")
-LIBRARY = native.Library("engine", SOURCES, _signatures, depends=("engine/engine.h",))
+#: the bounds the engine is built with (-D): written once, in hosts.py and capture.py
+DEFINES = {**BOUNDS, "MAX_RECORD": MAX_RECORD}
+LIBRARY = native.Library("engine", SOURCES, _signatures, depends=("engine/engine.h",), defines=DEFINES)
 EXPORT_BATCH = 1 << 20  # bytes of JSON per batch of hosts
 
 

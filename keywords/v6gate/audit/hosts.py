@@ -20,9 +20,20 @@ from dataclasses import dataclass, field
 from ..net import v6only as V
 from .tshark import F
 
+# What a host keeps, bounded.  Written here once: the C engine is built with these values (hosts.BOUNDS
+# given to the compiler as -D by core.py; engine/engine.h only checks that it got them).
 MAX_ADDRESSES = 32  # per host and family: enough to describe it, bounded
 MAX_RESOLVERS = 16
 MAX_NAMES = 64  # names with answers remembered per host, for address selection
+MAX_DAD = 4 * MAX_ADDRESSES  # addresses probed by DAD
+MAX_OFFERS = 8  # DHCPv4 offers with option 108
+MAX_SKIPPED = 8  # addresses used without DAD in a start-up episode
+MAX_RS = 4  # Router Solicitation times
+MAX_PREF64 = 8  # PREF64 prefixes of RAs
+MAX_LIFETIMES = 8  # Router Lifetimes of RAs
+BOUNDS = {"MAX_ADDRESSES": MAX_ADDRESSES, "MAX_RESOLVERS": MAX_RESOLVERS, "MAX_NAMES": MAX_NAMES, "MAX_DAD": MAX_DAD,
+          "MAX_OFFERS": MAX_OFFERS, "MAX_SKIPPED": MAX_SKIPPED, "MAX_RS": MAX_RS, "MAX_PREF64": MAX_PREF64,
+          "MAX_LIFETIMES": MAX_LIFETIMES, "MIN_V6ONLY_WAIT_S": float(V.MIN_V6ONLY_WAIT_S)}
 ND_TYPES = {133: "RS", 134: "RA", 135: "NS", 136: "NA", 137: "Redirect"}
 CHECKSUM_BAD = "0"  # tshark's PROTO_CHECKSUM_E_BAD
 #: RFC 4861 §6.3.7, RFC 4862 §5.4, RFC 3810 §6: an interface starts with Router
@@ -236,7 +247,7 @@ class Audit:
         value = self.option_108(offset)
         wait = max(float(value or 0), float(V.MIN_V6ONLY_WAIT_S))
         h.quiet_until, h.quiet_ended_by_restart = max(h.quiet_until, time + wait), False
-        if len(h.offers_108) < 8:
+        if len(h.offers_108) < MAX_OFFERS:
             h.offers_108.append((time, frame, _first(f[F["dhcp_yiaddr"]]), _first(f[F["ip_src"]]), value))
 
     # -- destination address selection (RFC 6724) -------------------------------------------------------
@@ -276,7 +287,7 @@ class Audit:
                 h.nd_hlim.add(time, frame, f"{ND_TYPES[icmp6_type]} with hop limit {hlim}")
             if icmp6_type == 135 and v6_src == UNSPECIFIED:
                 self._dad_probe(h, time, _first(f[F["ns_target"]]))
-            if icmp6_type == 133 and len(h.rs_times) < 4:
+            if icmp6_type == 133 and len(h.rs_times) < MAX_RS:
                 h.rs_times.append(time)
             if icmp6_type == 134:
                 self._ra(h, frame, time, f)
@@ -292,7 +303,7 @@ class Audit:
         (and used without a DAD probe if it was not probed in it)."""
         if h.episode is not None and v6_src not in h.episode_used and len(h.episode_used) < MAX_ADDRESSES:
             h.episode_used.add(v6_src)
-            if v6_src not in h.episode_probed and len(h.dad_skipped) < 8:
+            if v6_src not in h.episode_probed and len(h.dad_skipped) < MAX_SKIPPED:
                 h.dad_skipped.append((v6_src, time, frame))
 
     def _dad_probe(self, h: Host, time: float, target: str) -> None:
@@ -302,7 +313,7 @@ class Audit:
         must be probed before use."""
         if not target:
             return
-        if target not in h.dad and len(h.dad) < 4 * MAX_ADDRESSES:
+        if target not in h.dad and len(h.dad) < MAX_DAD:
             h.dad[target] = time
         if target.lower().startswith("fe80:"):
             h.episode, h.episode_probed, h.episode_used = time, {target}, set()
@@ -331,13 +342,13 @@ class Audit:
         for i, p in enumerate(f[F["pref64"]].split(",") if f[F["pref64"]] else ()):
             plen = V.PREF64_PLC.get(plcs[i] if i < len(plcs) else 0, 96)
             pfx = f"{p}/{plen}"
-            if pfx not in h.ra_pref64 and len(h.ra_pref64) < 8:
+            if pfx not in h.ra_pref64 and len(h.ra_pref64) < MAX_PREF64:
                 h.ra_pref64.append(pfx)
             self.pref64_seen.add(pfx)
         if f[F["ra_flag_o"]] in ("1", "True", "true"):
             h.ra_other_config = True
         for lt in _ints(f[F["ra_lifetime"]])[:1]:
-            if len(h.ra_router_lifetimes) < 8:
+            if len(h.ra_router_lifetimes) < MAX_LIFETIMES:
                 h.ra_router_lifetimes.add(lt)
 
     @staticmethod

@@ -31,10 +31,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import UsageError
-from .capture import EPB, OPB, PCAP_MAGICS, PCAPNG_SHB, SPB, capture_format
+from .capture import EPB, MAX_RECORD, OPB, PCAP_MAGICS, PCAPNG_SHB, SPB, capture_format
 
 READ = 4 << 20  # bytes per read: big enough that the per-read cost vanishes
-MAX_RECORD = 0x4000000  # 64 MiB: larger is a damaged length field, not a frame
 ENGINE_AHEAD = 1 << 18  # bytes kept ahead in the buffer for the C engine (larger records: the reader's)
 IDB = 1
 BYTE_ORDER_MAGIC = 0x1A2B3C4D

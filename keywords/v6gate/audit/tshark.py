@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..errors import BenchError, UsageError
 from ..util.proc import need
-from .capture import EPB, OPB, PCAP_MAGICS, PCAPNG_SHB, SPB, capture_format
+from .capture import EPB, MAX_RECORD, OPB, PCAP_MAGICS, PCAPNG_SHB, SPB, capture_format
 
 #: (name, tshark field); multi-valued fields come aggregated with ','
 FIELDS = (
@@ -175,7 +175,7 @@ class Splitter:
             if len(head) < 16:
                 raise self._truncated(f"the header of packet {self.frames + 1}", off)
             incl = rec.unpack(head)[2]
-            if incl > 0x4000000:
+            if incl > MAX_RECORD:
                 raise UsageError(f"{self.path}: corrupt pcap record at byte {off} (a {incl}-byte packet); the file "
                                  "is damaged")
             body = f.read(incl)

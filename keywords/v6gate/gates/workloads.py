@@ -14,9 +14,9 @@ import subprocess
 import time
 
 from ..errors import BenchError
+from ..net.loadgen import binary
 from .bench import Bench
 from .engine import Measure
-from .loadgen import binary
 from .profiles import GateProfile
 
 #: a candidate arm that moved nothing gets this instead of 0 (its log ratio is then hugely negative: FAIL)

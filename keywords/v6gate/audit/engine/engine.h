@@ -36,17 +36,12 @@
 enum { GO = 0, UNSUPPORTED = 5, NOMEM = 6 };
 enum { MAIL_POS = 0, MAIL_FRAMES = 1, MAIL_WORDS = 2 };
 
-/* hosts.py's bounds */
-#define MAX_ADDRESSES 32
-#define MAX_RESOLVERS 16
-#define MAX_NAMES 64
-#define MAX_DAD (4 * MAX_ADDRESSES)
-#define MAX_OFFERS 8
-#define MAX_SKIPPED 8
-#define MAX_RS 4
-#define MAX_PREF64 8
-#define MAX_LIFETIMES 8
-#define MIN_V6ONLY_WAIT_S 300.0
+/* hosts.py's bounds and capture.py's MAX_RECORD, written there once: core.py builds with them (DEFINES, -D) */
+#if !defined(MAX_ADDRESSES) || !defined(MAX_RESOLVERS) || !defined(MAX_NAMES) || !defined(MAX_DAD) \
+    || !defined(MAX_OFFERS) || !defined(MAX_SKIPPED) || !defined(MAX_RS) || !defined(MAX_PREF64) \
+    || !defined(MAX_LIFETIMES) || !defined(MIN_V6ONLY_WAIT_S) || !defined(MAX_RECORD)
+#error "build the engine with the bounds of audit/hosts.py and capture.py (core.DEFINES as -D flags)"
+#endif
 
 enum { K_ARP = 0, K_RFC8925 = 1, K_DHCPV4 = 2, K_IPV4 = 3, NKINDS = 4 };
 

@@ -5,7 +5,6 @@
 
 #include "engine.h"
 
-#define MAX_RECORD 0x4000000u
 #ifndef MAC_SLOTS
 #define MAC_SLOTS 1024  /* the host table's first size, a power of two (the sanitizer fuzz builds with 4) */
 #endif

@@ -62,7 +62,7 @@ class PerfServers(Service):
                 "loadgen_dstopts": 8}  # a second loadgen port (+1) sends with a Destination Options header
 
     def start(self) -> None:
-        from ...gates.loadgen import binary
+        from ...net.loadgen import binary
 
         ifname = self.ifname()
         ip_batch([f"addr add {self.params['ipv4']} dev {ifname}"], self.ns, what="perf-servers IPv4 address")

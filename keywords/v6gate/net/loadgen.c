@@ -33,7 +33,7 @@
  *   many bytes (one PadN option), set with IPV6_DSTOPTS on the listening socket
  *   (needs CAP_NET_RAW).
  *
- * Built on first use by v6gate (gates/loadgen.py) with the system C compiler.
+ * Built on first use by v6gate (net/loadgen.py) with the system C compiler.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
