@@ -69,9 +69,11 @@ def echo_port(t) -> int:
                         "which the bulk transfer from the DUT goes through")
 
 
-def transfer(netns: str | None, address: str, port: int, octets: int, timeout_s: float) -> dict:
-    """One bulk echo run from the client node (net/bulk_echo.py); its JSON answer."""
-    argv = in_ns(netns, [sys.executable, str(BULK_ECHO), address, str(port), str(octets), str(timeout_s)])
+def transfer(netns: str | None, address: str, port: int, octets: int, timeout_s: float,
+             source: str | None = None) -> dict:
+    """One bulk echo run from the client node (net/bulk_echo.py), from ``source`` if given; its JSON answer."""
+    argv = in_ns(netns, [sys.executable, str(BULK_ECHO), address, str(port), str(octets), str(timeout_s),
+                         *([source] if source else [])])
     try:
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s + 15)
     except subprocess.TimeoutExpired:

@@ -422,7 +422,10 @@ class Lab:
             over["control"] = {"adapter": "netns", "netns": self.dut_ns, "interface": iface.ifname}
         far = next((s for svcs in self.services.values() for s in svcs if s.kind == "far-path"), None)
         if far is not None:  # area plpmtud: the client behind the lab's narrower path
-            over["extensions"] = {"plpmtud": {"client": {"netns": self.ns(far.node), "address": far.address}}}
+            client = {"netns": self.ns(far.node), "address": far.address}
+            if far.open_address:
+                client["open_address"] = far.open_address
+            over["extensions"] = {"plpmtud": {"client": client}}
         return over
 
     def describe(self) -> dict:

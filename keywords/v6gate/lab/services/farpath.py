@@ -12,8 +12,13 @@ at 1500, so the node's own MSS (1440) invites full-size segments.
   which only Packetization Layer PMTUD gets through;
 * ``drop_ptb: false``: they reach the DUT (RFC 8201 works).
 
-Stopping it removes the router's address, route and rule and the node's
-address.  The node's TCP client is ``net/bulk_echo.py`` (run by the checks
+With ``open_ipv6`` / ``open_router_ipv6`` the node has a second address
+in a second prefix that the router forwards at the link's full MTU: the
+*open* path to the same node (the PLPMTUD gate compares the two; a client
+picks its path by its source address).
+
+Stopping it removes the router's addresses, route and rule and the node's
+addresses.  The node's TCP client is ``net/bulk_echo.py`` (run by the checks
 and the gate in the node's namespace, named by the target's
 ``extensions.plpmtud.client``, which the lab fills in).
 """
@@ -31,7 +36,7 @@ NFT_TABLE = "v6gate_plpmtud"
 @service("far-path")
 class FarPath(Service):
     defaults = {"ipv6": "2001:db8:3::c/64", "router_ipv6": "2001:db8:3::1/64", "mtu": 1280, "drop_ptb": True,
-                "lock_mtu": True, "router": "router"}
+                "lock_mtu": True, "router": "router", "open_ipv6": None, "open_router_ipv6": None}
 
     def __init__(self, lab, node, spec):
         super().__init__(lab, node, spec)
@@ -56,6 +61,9 @@ class FarPath(Service):
                   f"route replace {net} dev {rif} metric 256 mtu {'lock ' if p['lock_mtu'] else ''}{int(p['mtu'])}"],
                  rns,
                  what="far-path router side")
+        if p["open_ipv6"] and p["open_router_ipv6"]:
+            ip_batch([f"addr add {p['open_ipv6']} dev {ifname} nodad"], self.ns, what="far-path node (open path)")
+            ip_batch([f"addr add {p['open_router_ipv6']} dev {rif} nodad"], rns, what="far-path router (open path)")
         if p["drop_ptb"]:
             rules = (f"table inet {NFT_TABLE} {{\n  chain ptb_drop {{ type filter hook output priority 0; policy accept;\n"
                      "    icmpv6 type packet-too-big counter drop\n  }\n}\n")
@@ -70,6 +78,8 @@ class FarPath(Service):
             if p["drop_ptb"]:
                 run(["nft", "delete", "table", "inet", NFT_TABLE], ns=rns, check=False, what="far-path nft")
             ip_batch([f"addr del {p['router_ipv6']} dev {rif}"], rns, what="far-path router side")
+            if p["open_ipv6"] and p["open_router_ipv6"]:
+                ip_batch([f"addr del {p['open_router_ipv6']} dev {rif}"], rns, what="far-path router (open path)")
             ip_batch([f"addr flush dev {ifname}"], self.ns, what="far-path node")
             run(["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1", "net.ipv6.conf.all.disable_ipv6=1"],
                 ns=self.ns, what="far-path sysctls")
@@ -82,3 +92,7 @@ class FarPath(Service):
     @property
     def address(self) -> str:
         return self.params["ipv6"].split("/")[0]
+
+    @property
+    def open_address(self) -> str | None:
+        return self.params["open_ipv6"].split("/")[0] if self.params.get("open_ipv6") else None
