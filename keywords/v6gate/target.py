@@ -267,6 +267,20 @@ def _mac_ok(mac: str) -> str:
     return mac.lower()
 
 
+#: area settings checked whenever a target is loaded (``v6gate validate``, ``run``): extensions key ->
+#: "module:function" called with (path, value), raising TargetFileError (the area's own module)
+EXTENSION_CHECKS = {"ipsec": "v6gate.ipsec.settings:validate_extension"}
+
+
+def _check_extensions(path: Path, extensions: dict) -> None:
+    import importlib
+
+    for key, ref in EXTENSION_CHECKS.items():
+        if key in extensions:
+            module, func = ref.split(":")
+            getattr(importlib.import_module(module), func)(path, extensions[key])
+
+
 def load_target(path: str | Path, overrides: dict | None = None) -> Target:
     """Load and validate a target file; raise TargetFileError (one line) on any problem."""
     path = Path(path)
@@ -300,6 +314,7 @@ def load_target(path: str | Path, overrides: dict | None = None) -> Target:
     if doc.get("lab", {}).get("external_dut") and control["adapter"] == "netns":
         raise TargetFileError(path, "control.adapter", "an external (TAP) DUT cannot be controlled by the lab",
                               "use control.adapter: none, ssh or manual")
+    _check_extensions(path, dict(doc.get("extensions", {})))
     timing = {**DEFAULT_TIMING, **doc.get("timing", {})}
     return Target(
         name=doc["name"],

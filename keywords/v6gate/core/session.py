@@ -432,6 +432,8 @@ class Session:
                 self.capture.begin(pcap)
                 evidence["pcap"] = shown(pcap)
                 target, control, dut = self._probed()
+                if target is not self.target:
+                    evidence["dut_mac"] = target.dut_mac  # a device standing in for the DUT (the report's dissection)
                 ctx = CheckContext(check=c, part=part, port=self.port, target=target, control=control, dut=dut,
                                    session=self)
                 self._wait_for_settle(ctx)

@@ -38,6 +38,7 @@ class Capture:
         self._lock = threading.Condition()
         self._seen_tokens: set[bytes] = set()
         self._segments: dict[bytes, Path] = {}  # token -> file for pending segments
+        self._path: Path | None = None  # the segment between begin and end
         self._current: tuple[bytes, object] | None = None
         self._header = b""
         self._endian = "<"
@@ -125,7 +126,13 @@ class Capture:
             self._segments[token] = path
         self._send_marker(b"S", token)
         self._pending = token
+        self._path = path
         return token
+
+    @property
+    def path(self) -> Path | None:
+        """The pcap being written (between begin and end), for evidence files kept next to it."""
+        return self._path
 
     def end(self, wait: bool = False, timeout: float = 2.0) -> None:
         token = self._pending
@@ -133,6 +140,7 @@ class Capture:
             return
         self._send_marker(b"E", token)
         self._pending = None
+        self._path = None
         if wait:
             self._wait_token(b"E" + token, timeout)
 

@@ -27,9 +27,25 @@ _FRAME = re.compile(r"^Frame (\d+): ")
 _SUMMARY = re.compile(r"^\s*(\d+)\s+\d+\.\d+\s")
 
 
+def decryption_args(pcap: str) -> list[str]:
+    """tshark options that decrypt the pcap with the tables written next to
+    it (``<stem>.esp_sa``, ``<stem>.ikev2_decryption_table``: Wireshark's UAT
+    lines, the check's own keys), so the report shows the packets inside."""
+    args = []
+    for suffix, uat in ((".ikev2_decryption_table", "ikev2_decryption_table"), (".esp_sa", "esp_sa")):
+        path = os.path.splitext(pcap)[0] + suffix
+        if os.path.isfile(path) and os.path.getsize(path) < 65536:
+            with open(path, errors="replace") as f:
+                args += [a for ln in f.read().splitlines() if ln.strip() for a in ("-o", f"uat:{uat}:{ln.strip()}")]
+    if any(a.startswith("uat:esp_sa:") for a in args):
+        args += ["-o", "esp.enable_encryption_decode:TRUE"]
+    return args
+
+
 def _tshark(pcap: str) -> str | None:
     try:
-        cp = subprocess.run(["tshark", "-n", "-r", pcap, "-V", "-P"], capture_output=True, text=True, timeout=TIMEOUT_S)
+        cp = subprocess.run(["tshark", "-n", *decryption_args(pcap), "-r", pcap, "-V", "-P"], capture_output=True,
+                            text=True, timeout=TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return cp.stdout if cp.returncode == 0 else None
@@ -95,10 +111,12 @@ def dissect_checks(checks: list[dict], *, dut_mac: str | None, workers: int | No
 
     if not shutil.which("tshark"):
         return {}
-    todo = [(key(c), c["evidence"]["pcap"], c["area"]) for c in checks if (c.get("evidence") or {}).get("pcap")]
+    # a check whose DUT was another device than the run's (the lab's stand-in) names its MAC in its evidence
+    todo = [(key(c), c["evidence"]["pcap"], c["area"], c["evidence"].get("dut_mac") or dut_mac) for c in checks
+            if (c.get("evidence") or {}).get("pcap")]
     if not todo:
         return {}
     workers = workers or max(1, min(4, os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        done = pool.map(lambda t: (t[0], dissect(t[1], dut_mac=dut_mac, area=t[2])), todo)
+        done = pool.map(lambda t: (t[0], dissect(t[1], dut_mac=t[3], area=t[2])), todo)
         return dict(done)
