@@ -233,12 +233,17 @@ def _transmissions(t, f: Filter, since: float, *, stop_at: int | None) -> list:
        rfc="RFC 3810 §6.1, §9.1, §9.11; RFC 9777 §6.1", capabilities=["MLDv2-Source-Filtering"], liveness="echo",
        expect="after one filter change (joining with INCLUDE {S1}), the DUT sends its State-Change Report "
               "[Robustness Variable] times in all (default 2), each retransmission within [Unsolicited Report "
-              "Interval] (default 1 s) of the one before, each with the same ALLOW {S1} record",
+              "Interval] (default 1 s) of the one before, each carrying the same records",
        parts=[
            Part("count", "Robustness Variable transmissions, no more, no fewer", judge="count",
                 fault="dut_sends_mld_state_change_once",
                 expect="the State-Change Report for one change is sent [Robustness Variable] times in all (default 2; "
                        f"counted until {LATE_FACTOR} Unsolicited Report Intervals pass without another)"),
+           Part("count_mode_change", "a filter-mode change (TO_EX) sent Robustness Variable times too",
+                judge="count", mode="exclude", fault="dut_sends_mld_state_change_once",
+                expect="after joining with EXCLUDE {S1}, a filter-mode change, the State-Change Report with its "
+                       "TO_EX record is sent [Robustness Variable] times in all (default 2; RFC 3810 §6.1: 'the next "
+                       "[Robustness Variable] State-Change Reports will include a Filter-Mode-Change Record')"),
            Part("spacing", "each retransmission within the Unsolicited Report Interval", judge="spacing",
                 fault="dut_mld_unsolicited_report_interval_8s",
                 expect="each retransmission of the State-Change Report follows the previous within the [Unsolicited "
@@ -256,12 +261,14 @@ def state_change_report_is_retransmitted(t):
     if t.p.judge == "count":
         f = Filter(t)
         try:
-            frames = _transmissions(t, f, f.set("include", (0,)), stop_at=None)
+            frames = _transmissions(t, f, f.set(getattr(t.p, "mode", "include"), (0,)), stop_at=None)
         finally:
             f.leave()
         if not frames:
-            raise t.not_judged(f"state-change:{f.group}", "mld.filter_change_is_reported_per_table_1#join_include",
-                               f"no State-Change Report for {f.group} after joining it with INCLUDE {{{f.sources[0]}}}")
+            mode = getattr(t.p, "mode", "include")
+            raise t.not_judged(f"state-change:{f.group}", f"mld.filter_change_is_reported_per_table_1#join_{mode}",
+                               f"no State-Change Report for {f.group} after joining it with {mode.upper()} "
+                               f"{{{f.sources[0]}}}")
         gaps = [round(b.time - a.time, 3) for a, b in pairwise(frames)]
         t.measure("transmissions", len(frames))
         t.measure("gaps_s", gaps)
