@@ -135,6 +135,26 @@ def check_tester_interface(target) -> None:
         where = f"namespace {target.tester_netns}" if target.tester_netns else "this machine"
         raise UsageError(f"{target.source}: tester.interface {target.tester_interface!r} does not exist in {where}; "
                          "name the NIC on the DUT's link (ip -br link)")
+    _check_link_state(target)
+
+
+def _check_link_state(target) -> None:
+    """What the tester interface itself says before a packet is sent: down, no carrier (nothing on the other
+    end: the DUT is off, the cable or switch port is down), or the DUT's MAC is the tester's own."""
+    from .scope_guard import _ip_json
+
+    iface, src = target.tester_interface, target.source
+    link = next(iter(_ip_json(["link", "show", "dev", iface], target.tester_netns)), None)
+    if link is None:
+        return
+    flags = set(link.get("flags") or [])
+    if "UP" not in flags:
+        raise UsageError(f"{src}: tester.interface {iface} is down; bring it up (ip link set {iface} up)")
+    if "NO-CARRIER" in flags:
+        raise UsageError(f"{src}: tester.interface {iface} has no carrier: nothing is on the other end (the DUT is off, "
+                         "or its cable or switch port is down); fix the link, then run")
+    if str(link.get("address", "")).lower() == target.dut_mac:
+        raise UsageError(f"{src}: dut.mac {target.dut_mac} is tester.interface {iface}'s own MAC; give the DUT's MAC")
 
 
 def _has_link(name: str) -> bool:

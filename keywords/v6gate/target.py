@@ -21,7 +21,7 @@ from pathlib import Path
 
 import jsonschema
 
-from . import untrusted
+from . import target_values, untrusted
 from .errors import InputFileError, TargetFileError
 from .paths import FIXTURES
 
@@ -288,6 +288,7 @@ def load_target(path: str | Path, overrides: dict | None = None) -> Target:
     if overrides:
         doc = _merge(doc if isinstance(doc, dict) else {}, overrides)
     doc = validate_document(doc, path)
+    target_values.check(doc, path)  # every value that reaches a command line, by its type
 
     link = doc.get("link", {})
     try:

@@ -248,6 +248,11 @@ CASES = [
      ["baseline.json", "surrogate"]),
     ("diff-of-a-deep-json", lambda t: ["diff", hostile_json(t, "too_deep", "old.json"),
                                        hostile_json(t, "too_deep", "new.json")], 2, ["old.json", "64 levels"]),
+    ("topology-outside-the-project", lambda t: ["validate", target(t, setf("lab", {"topology": "/tmp/evil.yaml"}))],
+     2, ["lab.topology", "fixtures/lab/"]),
+    ("netns-dut-with-a-release-command", lambda t: ["validate", target(t, lambda d: d.update(
+        control={"adapter": "netns", "netns": "v6gx-dut"}, extensions={"dhcpv6": {"commands": {"release": "id"}}}))],
+     2, ["extensions.dhcpv6.commands.release", "as root"]),
     ("verify-bundle-binary-manifest", lambda t: ["verify", bad_bundle(t, b"\xff\xfe\x00garbage")], 2,
      ["run.tar.gz", "not a text file"]),
     ("verify-bundle-manifest-escapes", lambda t: ["verify", bad_bundle(t, b"0" * 64 + b"  ../../etc/passwd\n")], 2,
@@ -407,3 +412,150 @@ def test_a_closed_pipe_is_not_a_traceback(argv):
     cp = subprocess.run(["bash", "-o", "pipefail", "-c", shell], capture_output=True, text=True, timeout=60)
     assert "Traceback" not in cp.stderr and "BrokenPipe" not in cp.stderr, cp.stderr
     assert cp.stderr.strip() == "", cp.stderr
+
+
+# -- hostile values in every field that reaches a command line or a shell (target_values.FIELDS) ---------
+HOSTILE = {
+    "leading-dash": "-oProxyCommand=touch /tmp/v6gate-pwned",
+    "semicolon": "eth0;touch /tmp/v6gate-pwned",
+    "dollar-paren": "$(touch /tmp/v6gate-pwned)",
+    "backticks": "`touch /tmp/v6gate-pwned`",
+    "newline": "eth0\ntouch /tmp/v6gate-pwned",
+    "nul": "eth0\x00x",
+    "10kB": "a" * 10_240,
+}
+#: what a template may not name: each is refused on load, not when its check runs
+HOSTILE_TEMPLATES = {
+    "attribute": "ping {dst.__class__}",
+    "index": "ping {dst[0]}",
+    "positional": "ping {0}",
+    "conversion": "ping {dst!r}",
+    "format-spec": "ping {dst:>99999}",
+    "unknown": "ping {target}",
+    "shell-looking": "awk '{print}' /proc/net/if_inet6",
+    "10kB": "true " * 2_100,
+}
+
+
+def _place(doc: dict, pattern: str, value) -> None:
+    """Put ``value`` where ``pattern`` (a target_values.FIELDS key) says, with the siblings its schema needs."""
+    *parents, last = pattern.split(".")
+    node = doc
+    for part in parents:
+        if part.endswith("[]"):
+            key = part[:-2]
+            node[key] = [{"name": "svc", "port": 2049}] if key == "services" else [{}]
+            node = node[key][0]
+        else:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+    if last == "*":
+        node["iperf3"] = value
+    elif last.endswith("[]"):
+        node[last[:-2]] = [value]
+    else:
+        node[last] = value
+    if pattern.startswith("lab."):
+        doc["lab"]["topology"] = str(FIXTURES / "lab" / "topology.yaml")
+
+
+def _field_cases():
+    from v6gate.target_values import FIELDS
+
+    for pattern, kind_of in FIELDS.items():
+        is_template = hasattr(kind_of, "action")
+        for kind, value in (HOSTILE_TEMPLATES if is_template else HOSTILE).items():
+            yield pytest.param(pattern, value, id=f"{pattern}={kind}")
+
+
+@pytest.mark.parametrize("pattern, value", list(_field_cases()))
+def test_a_hostile_value_in_a_command_line_field_is_one_line_and_exit_2(pattern, value, tmp_path, capsys,
+                                                                          tripwires):
+    """Each field whose value reaches argv or a shell, with each hostile value: one line naming the field."""
+    from v6gate.cli import main
+
+    doc = copy.deepcopy(GOOD)
+    _place(doc, pattern, value)
+    path = tmp_path / "target.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cpu = time.process_time()
+    rc = main(["validate", str(path)])
+    cpu = time.process_time() - cpu
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    field = pattern.replace("[]", "[0]").replace("*", "iperf3")
+    assert rc == 2 and len(lines) == 1 and field in lines[0], (rc, err)
+    assert "Traceback" not in err and cpu < 1.0
+    assert not Path("/tmp/v6gate-pwned").exists()
+
+
+def test_every_command_line_field_is_in_the_table():
+    """The fields this suite knows reach a command line (grep for their readers) are all typed."""
+    from v6gate.target_values import FIELDS
+
+    for f in ("tester.interface", "tester.netns", "control.netns", "control.interface", "control.ssh.host",
+              "control.ssh.user", "control.ssh.port", "control.ssh.identity_file", "control.ssh.commands.ping",
+              "services[].share", "services[].export", "services[].iqn", "perf.client.netns", "perf.dut.ipv4",
+              "extensions.dhcpv6.commands.release", "extensions.offload.interface",
+              "extensions.storage.client.netns", "extensions.storage.client.address", "lab.tap_name"):
+        assert f in FIELDS, f
+
+
+# -- what the tester interface says before anything is sent (a private namespace, removed on every path) ---
+@pytest.fixture
+def veth_ns():
+    """A namespace holding a veth pair t0 <-> t1, both down; yields (namespace, run an ip command in it)."""
+    ns = f"rel31-{os.getpid()}"
+
+    def ip(*args):
+        subprocess.run(["ip", "-n", ns, *args], check=True, capture_output=True)
+
+    subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+    try:
+        ip("link", "add", "t0", "type", "veth", "peer", "name", "t1")
+        yield ns, ip
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def _mac_of(ns: str, ifname: str) -> str:
+    cp = subprocess.run(["ip", "-n", ns, "-j", "link", "show", "dev", ifname], capture_output=True, text=True)
+    return json.loads(cp.stdout)[0]["address"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a network namespace)")
+@pytest.mark.parametrize("state, words", [
+    ("down", ["tester.interface t0 is down", "ip link set t0 up"]),
+    ("no-carrier", ["tester.interface t0 has no carrier", "the DUT is off"]),
+    ("own-mac", ["is tester.interface t0's own MAC"]),
+])
+def test_the_tester_interface_is_checked_before_anything_runs(state, words, veth_ns, tmp_path, capsys, tripwires):
+    from v6gate.cli import main
+
+    ns, ip = veth_ns
+    if state != "down":
+        ip("link", "set", "t0", "up")
+    if state == "own-mac":
+        ip("link", "set", "t1", "up")
+    doc = copy.deepcopy(GOOD)
+    doc["tester"] = {"interface": "t0", "netns": ns}
+    doc["link"]["prefix"] = "2001:db8:1::/64"
+    if state == "own-mac":
+        doc["dut"]["mac"] = _mac_of(ns, "t0")
+    path = tmp_path / "target.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    rc = main(["run", "--target", str(path)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and all(w in lines[0] for w in words), lines
+
+
+@pytest.mark.parametrize("mac, words", [("01:00:5e:00:00:01", "a group (multicast) address"),
+                                        ("ff:ff:ff:ff:ff:ff", "a group (multicast) address"),
+                                        ("00:00:00:00:00:00", "all zero")])
+def test_a_mac_no_dut_can_have(mac, words, tmp_path, capsys, tripwires):
+    from v6gate.cli import main
+
+    assert main(["validate", target(tmp_path, setf("dut.mac", mac))]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "dut.mac" in lines[0] and words in lines[0], lines

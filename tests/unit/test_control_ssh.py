@@ -73,3 +73,45 @@ def test_a_bad_source_or_mode_is_the_bench_s_error():
     with pytest.raises(BenchError, match="filter mode"):
         c.listen("ff18::1", mode="block", sources=[])
     assert c.sent == []
+
+
+def test_the_destination_follows_a_double_dash():
+    """ssh reads a destination that begins with '-' as an option (-oProxyCommand=... runs a local command)."""
+    argv = SshControl({"host": "dut.example", "user": "admin"})._argv("true")
+    assert argv[-3:] == ["--", "admin@dut.example", "true"]
+
+
+@pytest.mark.parametrize("value", ["x;reboot", "$(reboot)", "`reboot`", "a b", "-x", "x\nreboot", "'", ""])
+def test_a_run_value_that_is_not_a_plain_word_never_reaches_the_dut_shell(value):
+    from v6gate.errors import BenchError
+
+    c = Recorder({"host": "dut", "commands": {"resolve": "getent ahosts {name}"}}, interface="eth0")
+    with pytest.raises(BenchError, match="not a plain word"):
+        c.resolve(value)
+    assert c.sent == []
+
+
+def test_values_inside_a_quoted_part_of_a_template_stay_one_word():
+    import shlex
+
+    c = Recorder({"host": "dut", "commands": {
+        "listen": "socat -u UDP6-RECV:5001,ipv6-join-group='[{group}]:{interface}' - &"}}, interface="vlan.100")
+    c.listen("ff12::1:2")
+    assert shlex.split(c.sent[-1])[2] == "UDP6-RECV:5001,ipv6-join-group=[ff12::1:2]:vlan.100"
+
+
+def test_shell_braces_stay_shell_braces():
+    """A shell group '{ ...; }', a variable '${X}' and doubled braces are the DUT shell's, not placeholders
+    (the example target's listen_filter uses a group)."""
+    import yaml
+
+    from v6gate.paths import FIXTURES
+
+    example = yaml.safe_load((FIXTURES / "targets" / "example-host.yaml").read_text())["control"]["ssh"]["commands"]
+    c = Recorder({"host": "dut", "commands": {**example, "reset": "echo ${HOME} {{x}}; ip link set {interface} up"}},
+                 interface="eth0")
+    c.listen("ff3e::8000:1", mode="include", sources=["2001:db8::1", "2001:db8::2"])
+    assert "|| { mkfifo $f && (nohup python3 /opt/v6gate/mcast_listener.py eth0 ff3e::8000:1 <>$f" in c.sent[-1]
+    assert c.sent[-1].endswith("echo set include 2001:db8::1 2001:db8::2 >$f")
+    c.reset()
+    assert c.sent[-1] == "echo ${HOME} {x}; ip link set eth0 up"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import secrets
+import shlex
 
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import ICMPv6PacketTooBig, IPv6
@@ -62,7 +63,7 @@ def record_offloads(t) -> None:
         t.measure("dut_offloads", "not recorded: no DUT interface name (extensions.offload.interface)")
         return
     try:
-        text = t.control.command(f"ethtool -k {iface}", timeout_s=10)
+        text = t.control.command(f"ethtool -k {shlex.quote(iface)}", timeout_s=10)
     except (NotSupported, BenchError) as exc:
         t.measure("dut_offloads", f"not recorded: {exc}")
         return

@@ -16,12 +16,12 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import re
-import shlex
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import BenchError
+from ..target_values import fill
 from ..util.proc import run
 
 
@@ -148,7 +148,7 @@ class NetnsControl(Control):
                 "-W", str(max(1, int(wait_s)))]
         if interface or ipaddress.IPv6Address(dst.split("%")[0]).is_link_local:
             argv += ["-I", interface or self.interface]
-        argv.append(dst.split("%")[0])
+        argv += ["--", dst.split("%")[0]]
         return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def resolve(self, name, *, family="any", timeout_s=5.0):
@@ -158,7 +158,7 @@ class NetnsControl(Control):
             db = "hosts"  # an address: gethostbyaddr, the reverse lookup (PTR)
         except ValueError:
             pass
-        return subprocess.Popen(["ip", "netns", "exec", self.ns, "timeout", str(timeout_s), "getent", db, name],
+        return subprocess.Popen(["ip", "netns", "exec", self.ns, "timeout", str(timeout_s), "getent", db, "--", name],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
     def connect(self, host, port, *, proto="tcp", timeout_s=5.0):
@@ -256,14 +256,16 @@ class SshControl(Control):
             argv += ["-p", str(s["port"])]
         if s.get("identity_file"):
             argv += ["-i", s["identity_file"]]
-        argv.append(f"{s['user']}@{s['host']}" if s.get("user") else s["host"])
+        # '--': the destination is never an option, whatever it holds (target_values also checked it on load)
+        argv += ["--", f"{s['user']}@{s['host']}" if s.get("user") else s["host"]]
         return [*argv, command]
 
-    def _template(self, action: str, field: str) -> str:
+    def _template(self, action: str, field: str, **values) -> str:
+        """The target's template for ``action``, filled with the run's values, each quoted for the shell."""
         cmd = self.commands.get(action)
         if not cmd:
             raise NotSupported(f"control.ssh.commands.{action} is not set in the target file ({field})")
-        return cmd.replace("{interface}", shlex.quote(self.interface))
+        return fill(cmd, action, interface=self.interface, **values)
 
     def _run(self, command: str, timeout: float = 60) -> str:
         try:
@@ -279,7 +281,7 @@ class SshControl(Control):
         return cp.stdout
 
     def command(self, command, *, timeout_s=60.0):
-        return self._run(command.replace("{interface}", shlex.quote(self.interface)), timeout=timeout_s)
+        return self._run(fill(command, "command", interface=self.interface), timeout=timeout_s)
 
     def check_exit(self, proc, stderr: str | None = None) -> None:
         if isinstance(proc, subprocess.Popen) and proc.returncode == 255:
@@ -310,33 +312,30 @@ class SshControl(Control):
         return found
 
     def ping(self, dst, *, size=56, count=1, interface=None, wait_s=2.0):
-        cmd = self._template("ping", "needed to make the DUT send Echo Requests").format(
-            dst=shlex.quote(dst), size=int(size), count=int(count))
+        cmd = self._template("ping", "needed to make the DUT send Echo Requests", dst=dst, size=int(size),
+                             count=int(count))
         return subprocess.Popen(self._argv(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def resolve(self, name, *, family="any", timeout_s=5.0):
-        cmd = self._template("resolve", "needed to make the DUT resolve names").format(
-            name=shlex.quote(name), family=family)
+        cmd = self._template("resolve", "needed to make the DUT resolve names", name=name, family=family)
         return subprocess.Popen(self._argv(cmd), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
     def connect(self, host, port, *, proto="tcp", timeout_s=5.0):
-        cmd = self._template("connect", "needed to make the DUT open connections").format(
-            host=shlex.quote(host), port=int(port), proto=proto)
+        cmd = self._template("connect", "needed to make the DUT open connections", host=host, port=int(port),
+                             proto=proto)
         return subprocess.Popen(self._argv(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def listen(self, group, *, mode="exclude", sources=()):
         mode, sources = filter_spec(mode, sources)
         if mode == "exclude" and not sources and (self.commands.get("listen") or not self.commands.get("listen_filter")):
-            self._run(self._template("listen", "needed to make the DUT join multicast groups").format(
-                group=shlex.quote(group)))
+            self._run(self._template("listen", "needed to make the DUT join multicast groups", group=group))
             return
         self._run(self._template("listen_filter", "needed to make the DUT listen with a source filter: a command "
-                                 "taking {group}, {mode} (include|exclude) and {sources}").format(
-            group=shlex.quote(group), mode=mode, sources=" ".join(shlex.quote(x) for x in sources)))
+                                 "taking {group}, {mode} (include|exclude) and {sources}", group=group, mode=mode,
+                                 sources=list(sources)))
 
     def unlisten(self, group):
-        self._run(self._template("unlisten", "needed to make the DUT leave multicast groups").format(
-            group=shlex.quote(group)))
+        self._run(self._template("unlisten", "needed to make the DUT leave multicast groups", group=group))
 
 
 def control_for(target, lab=None) -> Control:
