@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from . import cli_guard as guard
+from . import runlock
 from .errors import UsageError, V6GateError
 from .paths import ROOT, SUITES
 from .report import incomplete
@@ -49,10 +50,7 @@ def _default_workers() -> int:
 
 # -- run ---------------------------------------------------------------------------
 def cmd_run(args) -> int:
-    from .core.check import all_items
-    from .lab import registry
-    from .pytest_plugin import new_run_dir, new_run_id
-    from .report.writer import finalize_run
+    from .pytest_plugin import new_run_id
     from .target import load_target
 
     target_arg = "lab"
@@ -88,8 +86,25 @@ def cmd_run(args) -> int:
                   f"({w.source}): it no longer waives", flush=True)
     if os.geteuid() != 0 and target_arg == "lab":
         raise UsageError("the embedded lab needs root: run as root (or pass --target for a real device)")
-    registry.cleanup(stale_only=True)  # leftovers of a crashed earlier run (owner process gone)
     run_id = new_run_id()
+    # one run per bench: the second on the same tester interface, lab or DUT ends here (runlock.py, exit 3)
+    held = runlock.acquire(runlock.keys_for(target), run_id=run_id, run_dir=args.out or "reports/runs/",
+                           command="run") if target is not None else runlock.Held()
+    for note in held.notes:
+        print(f"v6gate run: {note}", flush=True)
+    try:
+        return _run_locked(args, target_arg, run_id, held)
+    finally:
+        held.release()
+
+
+def _run_locked(args, target_arg: str, run_id: str, held) -> int:
+    from .core.check import all_items
+    from .lab import registry
+    from .pytest_plugin import new_run_dir
+    from .report.writer import finalize_run
+
+    registry.cleanup(stale_only=True)  # leftovers of a crashed earlier run (owner process gone)
     run_dir = Path(args.out).resolve() if args.out else new_run_dir(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     incomplete.mark_started(run_dir, run_id)  # until the reports are written (report/incomplete.py)
@@ -122,7 +137,7 @@ def cmd_run(args) -> int:
         if workers:
             argv += ["-n", str(workers)]
         t1 = time.monotonic()
-        rc = _run_child(argv, env)
+        rc = _run_child(argv, env, pass_fds=held.fds)  # the locks live as long as the phase does
         phases.append({"phase": label, "workers": workers, "wall_s": round(time.monotonic() - t1, 2),
                        "pytest_exit": rc})
         if rc == EXIT_INTERRUPTED:
@@ -186,8 +201,6 @@ def _dut_dead(doc: dict) -> dict | None:
 
 def cmd_repeat(args) -> int:
     """Run the same selection N times, one after the other, and compare the verdicts part by part."""
-    from .report.stability import compare
-
     if args.times < 2:
         raise UsageError(f"repeat {args.times}: give at least 2 runs to compare")
     rest, out = [], args.out
@@ -202,12 +215,41 @@ def cmd_repeat(args) -> int:
         else:
             rest.append(a)
     base = Path(out).resolve() if out else (ROOT / "reports" / "repeat" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+    held, env = _repeat_locks(rest), dict(os.environ)
+    if held.fds:  # the runs are ours: each sees that its parent holds the bench (runlock.INHERIT_ENV)
+        env[runlock.INHERIT_ENV] = str(os.getpid())
+    try:
+        return _repeat_runs(args, rest, base, env)
+    finally:
+        held.release()
+
+
+def _repeat_locks(rest: list[str]):
+    """The locks of the target the runs name (held from the first run to the last), after its input checks."""
+    from .target import load_target
+
+    target = next((rest[i + 1] for i, a in enumerate(rest[:-1]) if a == "--target"), None)
+    target = target or next((a.split("=", 1)[1] for a in rest if a.startswith("--target=")), None)
+    if not target:
+        return runlock.Held()
+    t = load_target(target)
+    guard.check_tester_interface(t)
+    held = runlock.acquire(runlock.keys_for(t), command="repeat")
+    for note in held.notes:
+        print(f"v6gate repeat: {note}", flush=True)
+    return held
+
+
+def _repeat_runs(args, rest: list[str], base: Path, env: dict) -> int:
+    from .report.stability import compare
+
     base.mkdir(parents=True, exist_ok=True)
     docs = []
     for i in range(1, args.times + 1):
         run_dir = base / f"run-{i:02d}"
         print(f"v6gate repeat: run {i}/{args.times} -> {run_dir}", flush=True)
-        rc = subprocess.call([sys.executable, "-m", "v6gate.cli", "run", "--out", str(run_dir), *rest], cwd=ROOT)
+        rc = subprocess.call([sys.executable, "-m", "v6gate.cli", "run", "--out", str(run_dir), *rest], cwd=ROOT,
+                             env=env)
         if rc in (EXIT_USAGE, EXIT_INTERRUPTED):
             return rc
         docs.append(json.loads((run_dir / "results.json").read_text()))
@@ -226,10 +268,10 @@ _child: subprocess.Popen | None = None
 _interrupted = False
 
 
-def _run_child(argv, env) -> int:
+def _run_child(argv, env, pass_fds=()) -> int:
     """Run a phase; SIGTERM/SIGINT to us are passed on and the child is reaped."""
     global _child, _interrupted
-    _child = subprocess.Popen(argv, env=env, cwd=ROOT)
+    _child = subprocess.Popen(argv, env=env, cwd=ROOT, pass_fds=tuple(pass_fds))
 
     def forward(signum, _frame):
         global _interrupted
@@ -265,16 +307,17 @@ def cmd_lab(args) -> int:
         if not name.isalnum() or len(name) > 8:
             raise UsageError(f"--name {name!r}: use 1-8 letters or digits")
         lab_id = f"{registry.PREFIX}{name}"
-        if any(n.startswith(lab_id + "-") for n in registry.our_namespaces()):
-            raise UsageError(f"a lab named {name} is already up; 'v6gate lab down {name}' first")
         t0 = time.monotonic()
         if args.no_router and not args.tap:
             raise UsageError("--no-router is for a TAP lab (--tap): the managed lab pauses its router per check")
-        lab = Lab(args.topology, lab_id=lab_id, external_dut="tap" if args.tap else None, tap_name=args.tap or "tap0",
-                  keep=True)
-        if args.no_router:
-            lab.pause_router()
-        lab.up()
+        with runlock.acquire([(f"lab {name}", f"lab:{lab_id}")], command="lab up"):  # two 'lab up's of one name
+            if any(n.startswith(lab_id + "-") for n in registry.our_namespaces()):
+                raise UsageError(f"a lab named {name} is already up; 'v6gate lab down {name}' first")
+            lab = Lab(args.topology, lab_id=lab_id, external_dut="tap" if args.tap else None,
+                      tap_name=args.tap or "tap0", keep=True)
+            if args.no_router:
+                lab.pause_router()
+            lab.up()
         target_path = _write_lab_target(lab, args)
         info = lab.describe()
         info["target_file"] = str(target_path)
@@ -287,8 +330,13 @@ def cmd_lab(args) -> int:
         elif args.stale:
             removed = registry.cleanup(stale_only=True)
         elif args.names:
-            removed = registry.cleanup(lab_ids=[n if n.startswith(registry.PREFIX) else registry.PREFIX + n
-                                                for n in args.names])
+            lab_ids = [n if n.startswith(registry.PREFIX) else registry.PREFIX + n for n in args.names]
+            for lab_id in lab_ids:  # not from under a run that uses it
+                owner = runlock.holder(f"lab:{lab_id}")
+                if owner:
+                    raise runlock.Busy(f"lab {lab_id.removeprefix(registry.PREFIX)} is in use by "
+                                       f"{runlock.describe(owner)}; wait for it to end, or stop it first")
+            removed = registry.cleanup(lab_ids=lab_ids)
         else:
             raise UsageError("say which lab: 'lab down NAME', 'lab down --stale' or 'lab down --all'")
         print(f"removed {len(removed)} lab(s) in {time.monotonic() - t0:.2f} s: {' '.join(removed) or '-'}")
