@@ -72,27 +72,28 @@ def cmd_run(args) -> int:
     guard.check_workers(args.workers)
     guard.check_out_dir(args.out)
     guard.check_baseline(args.baseline)
-    if target is not None:
-        if not target.is_lab and os.geteuid() == 0:
-            from .core.liveness import check_present
-
-            absent = check_present(target)  # a DUT not on the link: one line, nothing run (core/liveness.py)
-            if absent:
-                return _err(f"run: {absent}", EXIT_BENCH)
-        if why_workers:
-            print(f"v6gate run: {args.target}: {why_workers}", flush=True)
-        for w in target.expired_waivers():
-            print(f"v6gate run: the waiver of {w.check}{'#' + w.part if w.part else ''} expired on {w.expires} "
-                  f"({w.source}): it no longer waives", flush=True)
     if os.geteuid() != 0 and target_arg == "lab":
         raise UsageError("the embedded lab needs root: run as root (or pass --target for a real device)")
     run_id = new_run_id()
-    # one run per bench: the second on the same tester interface, lab or DUT ends here (runlock.py, exit 3)
+    # one run per bench: the second on the same tester interface, lab or DUT ends here (runlock.py, exit 3),
+    # before this one sends anything (the presence probe below included)
     held = runlock.acquire(runlock.keys_for(target), run_id=run_id, run_dir=args.out or "reports/runs/",
                            command="run") if target is not None else runlock.Held()
     for note in held.notes:
         print(f"v6gate run: {note}", flush=True)
     try:
+        if target is not None:
+            if not target.is_lab and os.geteuid() == 0:
+                from .core.liveness import check_present
+
+                absent = check_present(target)  # a DUT not on the link: one line, nothing run (core/liveness.py)
+                if absent:
+                    return _err(f"run: {absent}", EXIT_BENCH)
+            if why_workers:
+                print(f"v6gate run: {args.target}: {why_workers}", flush=True)
+            for w in target.expired_waivers():
+                print(f"v6gate run: the waiver of {w.check}{'#' + w.part if w.part else ''} expired on {w.expires} "
+                      f"({w.source}): it no longer waives", flush=True)
         return _run_locked(args, target_arg, run_id, held)
     finally:
         held.release()
