@@ -16,7 +16,10 @@ The first ``set`` joins (include: MCAST_JOIN_SOURCE_GROUP per source, so a
 new channel is one INCLUDE join; exclude: MCAST_JOIN_GROUP, then the source
 list with MCAST_MSFILTER); later ones replace the filter in one
 MCAST_MSFILTER call, so each change is one state change of the interface
-(RFC 3810 §6.1); ``set include`` with no source leaves.  End of input (or
+(RFC 3810 §6.1); ``set include`` with no source leaves.  Linux takes a filter
+only for a group already joined, so a first ``set exclude S...`` is two
+changes (EXCLUDE {}, then EXCLUDE {S...}), and a first ``set include S1 S2``
+one per source: checks judge only single changes made from a settled state.  End of input (or
 SIGTERM) closes the socket, which leaves the group.
 """
 

@@ -149,7 +149,9 @@ INC, EXC = "include", "exclude"
 #: (part, title, from state, to state, expected records); states are (mode, source indices) or None (no state)
 TRANSITIONS = [
     ("join_include", "joining with INCLUDE {S1}: ALLOW {S1}", None, (INC, (0,)), {ALLOW_NEW: (0,)}),
-    ("join_exclude", "joining with EXCLUDE {S1}: TO_EX {S1}", None, (EXC, (0,)), {CHANGE_TO_EXCLUDE: (0,)}),
+    # an any-source join: one change on every API (Linux's cannot create EXCLUDE {S1} in one step: a join, then
+    # the filter; include_to_exclude judges TO_EX with sources)
+    ("join_exclude", "joining with EXCLUDE {} (any source): TO_EX {}", None, (EXC, ()), {CHANGE_TO_EXCLUDE: ()}),
     ("include_allow", "INCLUDE {S1} to INCLUDE {S1, S2}: ALLOW {S2}", (INC, (0,)), (INC, (0, 1)), {ALLOW_NEW: (1,)}),
     ("include_block", "INCLUDE {S1, S2} to INCLUDE {S1}: BLOCK {S2}", (INC, (0, 1)), (INC, (0,)), {BLOCK_OLD: (1,)}),
     ("include_allow_block", "INCLUDE {S1} to INCLUDE {S2}: ALLOW {S2} and BLOCK {S1}", (INC, (0,)), (INC, (1,)),
@@ -240,8 +242,8 @@ def _transmissions(t, f: Filter, since: float, *, stop_at: int | None) -> list:
                 expect="the State-Change Report for one change is sent [Robustness Variable] times in all (default 2; "
                        f"counted until {LATE_FACTOR} Unsolicited Report Intervals pass without another)"),
            Part("count_mode_change", "a filter-mode change (TO_EX) sent Robustness Variable times too",
-                judge="count", mode="exclude", fault="dut_sends_mld_state_change_once",
-                expect="after joining with EXCLUDE {S1}, a filter-mode change, the State-Change Report with its "
+                judge="count", join=(EXC, ()), fault="dut_sends_mld_state_change_once",
+                expect="after an any-source join (EXCLUDE {}), a filter-mode change, the State-Change Report with its "
                        "TO_EX record is sent [Robustness Variable] times in all (default 2; RFC 3810 §6.1: 'the next "
                        "[Robustness Variable] State-Change Reports will include a Filter-Mode-Change Record')"),
            Part("spacing", "each retransmission within the Unsolicited Report Interval", judge="spacing",
@@ -259,16 +261,19 @@ def state_change_report_is_retransmitted(t):
     rv, uri = mld_settings(t)
     bound = uri + _slack(t)
     if t.p.judge == "count":
+        join = getattr(t.p, "join", (INC, (0,)))
+        # from a settled interface: a DUT just started may still repeat its own groups' State-Change Reports,
+        # and a join merged into those is another case (Linux then sent the new record 3 times in 1 of 3 runs)
+        t.wait(_settle_s(t))
         f = Filter(t)
         try:
-            frames = _transmissions(t, f, f.set(getattr(t.p, "mode", "include"), (0,)), stop_at=None)
+            frames = _transmissions(t, f, f.set(*join), stop_at=None)
         finally:
             f.leave()
         if not frames:
-            mode = getattr(t.p, "mode", "include")
-            raise t.not_judged(f"state-change:{f.group}", f"mld.filter_change_is_reported_per_table_1#join_{mode}",
-                               f"no State-Change Report for {f.group} after joining it with {mode.upper()} "
-                               f"{{{f.sources[0]}}}")
+            raise t.not_judged(f"state-change:{f.group}", f"mld.filter_change_is_reported_per_table_1#join_{join[0]}",
+                               f"no State-Change Report for {f.group} after joining it with "
+                               f"{f.describe((join[0], f.named(join[1])))}")
         gaps = [round(b.time - a.time, 3) for a, b in pairwise(frames)]
         t.measure("transmissions", len(frames))
         t.measure("gaps_s", gaps)
