@@ -174,7 +174,10 @@ def test_four_shards_on_a_dask_local_cluster_give_the_serial_report(control, tmp
             Client(cluster) as client:
         merged = shards.on_dask(client, pieces, fan_in=2)
         tasks = client.run(lambda: 1)
+        # the command's way: --dask ADDRESS (a client of the user's scheduler)
+        audit_many(pieces, out=tmp_path / "cli", fleet_inputs=inputs, dask=cluster.scheduler_address)
     assert len(tasks) == 2  # two worker processes ran the shards
+    assert (tmp_path / "serial" / "fleet.json").read_text() == (tmp_path / "cli" / "fleet.json").read_text()
     sharded = audit_many([partial.dump(merged, tmp_path / "dask.json")], out=tmp_path / "dask", fleet_inputs=inputs)
     assert (tmp_path / "serial" / "fleet.json").read_text() == (tmp_path / "dask" / "fleet.json").read_text()
     assert len(sharded["fleet_doc"]["captures"]) == 4
