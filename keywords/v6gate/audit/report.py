@@ -42,8 +42,11 @@ _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'
 
 
 def _e(s) -> str:
-    """``html.escape`` (quotes too), by one translation."""
-    return str(s if s is not None else "").translate(_HTML)
+    """``html.escape`` (quotes too), translated only when it must be."""
+    s = str(s if s is not None else "")
+    if "&" in s or "<" in s or ">" in s or '"' in s or "'" in s:
+        return s.translate(_HTML)
+    return s
 
 
 _COLUMNS = ("audit.host_sends_no_ipv4", "audit.dhcpv4_asks_for_option_108", "audit.dhcpv4_stops_after_option_108",
@@ -175,13 +178,18 @@ _CDATA = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 
 def _attr(s: str) -> str:
-    """An XML attribute value as ElementTree escapes it."""
-    return s.translate(_ATTR)
+    """An XML attribute value as ElementTree escapes it (translated only when it must be: a translation
+    costs more than looking)."""
+    if "&" in s or "<" in s or ">" in s or '"' in s or "\n" in s or "\r" in s or "\t" in s:
+        return s.translate(_ATTR)
+    return s
 
 
 def _cdata(s: str) -> str:
     """XML text as ElementTree escapes it."""
-    return s.translate(_CDATA)
+    if "&" in s or "<" in s or ">" in s:
+        return s.translate(_CDATA)
+    return s
 
 
 class _Templates:
@@ -264,9 +272,9 @@ def build_document(audit: Audit, macs: list[str], capture: Path, started: str, r
                 entry = per_id.get(fid)
                 if entry is None:
                     n = len(per_id)
-                    entry = per_id[fid] = (open(base / f"{n}.jsonl", "w+"), open(base / f"{n}.xml", "w+",
+                    entry = per_id[fid] = (open(base / f"{n}.jsonl", "w+b"), open(base / f"{n}.xml", "w+",
                                            encoding="utf-8", errors="xmlcharrefreplace"), bytearray(), array("i"),
-                                           [], [])
+                                           [], [], array("Q"))
                 entry[4].append(line)
                 entry[5].append(case)
                 if len(entry[4]) >= 256:  # written in batches: a write call per check cost more than the check
@@ -295,15 +303,17 @@ def build_document(audit: Audit, macs: list[str], capture: Path, started: str, r
     with open(base / "checks.jsonl", "wb") as out, open(base / "cases.xml", "w", encoding="utf-8",
                                                          errors="xmlcharrefreplace") as cases:
         for fid in sorted(per_id):
-            f, x, verdicts, gs, _, _ = per_id[fid]
+            f, x, verdicts, gs = per_id[fid][:4]
             f.seek(0)
             x.seek(0)
             shutil.copyfileobj(x, cases)
             x.close()
-            for line, v, g in zip(f, verdicts, gs):
+            at = out.tell()
+            shutil.copyfileobj(f, out)
+            for size, v, g in zip(per_id[fid][6], verdicts, gs):
                 i = len(offsets)
-                offsets.append(out.tell())
-                out.write(line.encode())
+                offsets.append(at)
+                at += size
                 if g < 0:
                     rest.append(i)
                     rest_counts[VERDICTS[v]] = rest_counts.get(VERDICTS[v], 0) + 1
@@ -334,13 +344,14 @@ def build_document(audit: Audit, macs: list[str], capture: Path, started: str, r
 
 def _flush(entry: tuple) -> None:
     lines, cases = entry[4], entry[5]
-    entry[0].write("".join(lines))
-    entry[1].write("\n".join(cases) + "\n" if cases else "")
+    entry[0].write("".join(lines).encode())  # (JSON text is ASCII: a line's length is its bytes')
+    entry[6].extend(map(len, lines))
+    entry[1].write("".join(cases))  # testcases back to back, as ElementTree writes them
     lines.clear()
     cases.clear()
 
 
-SHOWN = 200  # members of a triage group the HTML lists (all are in results.json and the per-host table)
+SHOWN = 50  # members of a triage group the HTML lists (all are in results.json and the per-host table)
 
 
 def _row_of(mac: str, judged: list[Judged]) -> str:
@@ -367,12 +378,15 @@ def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
     tmp = out["results"].with_suffix(".tmp")
     with open(tmp, "wb") as f, open(checks.path, "rb") as src:
         f.write(head.encode())
-        sep = b"[\n"
-        for line in src:
-            f.write(sep)
-            f.write(line[:-1])
-            sep = b",\n"
-        f.write(b"[]" if sep == b"[\n" else b"\n ]")
+        # each check is one line ending in the only newline it holds (JSON escapes the others): a newline
+        # between two checks becomes ",\n"; copied a megabyte at a time
+        f.write(b"[\n" if len(checks) else b"[]")
+        prev = b""
+        while chunk := src.read(1 << 20):
+            f.write(prev.replace(b"\n", b",\n"))
+            prev = chunk
+        if prev:
+            f.write(prev[:-1].replace(b"\n", b",\n") + b"\n ]")
         f.write(tail.encode())
     os.replace(tmp, out["results"])
     tmp = out["junit"].with_suffix(".xml.tmp")
@@ -394,6 +408,5 @@ def _junit(doc: dict, path: Path) -> None:
     with open(path, "w", encoding="utf-8", errors="xmlcharrefreplace") as f, \
             open(Path(doc["checks"]._tmp.name) / "cases.xml", encoding="utf-8") as cases:
         f.write("<?xml version='1.0' encoding='utf-8'?>\n" + head)
-        for line in cases:
-            f.write(line[:-1])
+        shutil.copyfileobj(cases, f)
         f.write(tail)
