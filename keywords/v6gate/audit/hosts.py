@@ -68,7 +68,7 @@ def _is_group(mac: str) -> bool:
         return True
 
 
-@dataclass
+@dataclass(slots=True)
 class Seen:
     """A count and the first occurrence: when, which frame, what."""
 
@@ -93,7 +93,7 @@ class Seen:
                 "first": self.first}
 
 
-@dataclass
+@dataclass(slots=True)
 class Host:
     mac: str
     frames: int = 0

