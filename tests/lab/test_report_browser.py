@@ -9,6 +9,7 @@ reports/selftest/report-browser/ (printed)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -19,7 +20,9 @@ import pytest
 
 from v6gate.paths import REPORTS
 
-ART = REPORTS / "selftest" / "report-browser"
+# one directory per xdist worker: the module's fixture runs once per worker that gets one of its tests, and a
+# shared directory would be removed and rewritten under the other worker's feet
+ART = REPORTS / "selftest" / "report-browser" / os.environ.get("PYTEST_XDIST_WORKER", "main")
 FAULTED = [  # (check, part, fault or None)
     ("icmpv6.echo_request_is_answered", "A", "dut_drops_echo_request"),
     ("icmpv6.echo_request_is_answered", "B", "dut_drops_echo_request"),
