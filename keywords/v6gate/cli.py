@@ -74,6 +74,8 @@ def cmd_run(args) -> int:
     guard.check_baseline(args.baseline)
     if os.geteuid() != 0 and target_arg == "lab":
         raise UsageError("the embedded lab needs root: run as root (or pass --target for a real device)")
+    # run --resume: the parts the interrupted run recorded (bad input is one line before anything is locked)
+    args.resume_done = _recorded_parts(args.out) if getattr(args, "resume", False) else set()
     run_id = new_run_id()
     # one run per bench: the second on the same tester interface, lab or DUT ends here (runlock.py, exit 3),
     # before this one sends anything (the presence probe below included)
@@ -106,19 +108,24 @@ def _run_locked(args, target_arg: str, run_id: str, held) -> int:
     from .report.writer import finalize_run
 
     registry.cleanup(stale_only=True)  # leftovers of a crashed earlier run (owner process gone)
+    done = args.resume_done
     run_dir = Path(args.out).resolve() if args.out else new_run_dir(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     incomplete.mark_started(run_dir, run_id)  # until the reports are written (report/incomplete.py)
     env = {**os.environ, "V6GATE_RUN_ID": run_id, "V6GATE_RUN_DIR": str(run_dir)}
     if getattr(args, "non_interactive", False):
         env["V6GATE_NON_INTERACTIVE"] = "1"  # control.adapter manual: SKIP the operator's steps
-    expected = [f"{c.id}{'#' + p.letter if p.letter else ''}" for c, p in
+    selected = [(c, f"{c.id}{'#' + p.letter if p.letter else ''}") for c, p in
                 all_items(areas=args.area or None, profile=args.profile, kind=None, ids=args.check or None)
                 if (c.kind == "check" or not args.no_gates)]
+    expected = [k for _, k in selected]
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     t0 = time.monotonic()
     print(f"v6gate run {run_id}: target {args.target or 'embedded lab'}, profile {args.profile}, "
           f"{len(expected)} checks -> {run_dir}", flush=True)
+    if getattr(args, "resume", False):
+        print(f"v6gate run: resuming {run_dir}: {len(set(expected) & done)} of {len(expected)} parts finished "
+              "before; running the others", flush=True)
     phases, interrupted = [], False
     for label, suite, parallel in PHASES:
         if label == "gates" and args.no_gates:
@@ -126,6 +133,10 @@ def _run_locked(args, target_arg: str, run_id: str, held) -> int:
         tests = sorted(suite.glob("test_*.py"))
         if args.area:
             tests = [t for t in tests if t.stem.removeprefix("test_") in args.area]
+        if done:  # resuming: a phase whose selected parts all finished before is not started again
+            kind = "gate" if label == "gates" else "check"
+            left = {c.area for c, k in selected if c.kind == kind and k not in done}
+            tests = [t for t in tests if t.stem.removeprefix("test_") in left]
         if not tests:
             continue
         workers = args.workers if parallel else 0
@@ -135,12 +146,15 @@ def _run_locked(args, target_arg: str, run_id: str, held) -> int:
                 "-o", "console_output_style=count"]
         for cid in args.check or []:
             argv.append(f"--v6gate-check={cid}")
+        if done:
+            argv.append(f"--v6gate-resume={_write_done(run_dir, run_id, done)}")
         if workers:
             argv += ["-n", str(workers)]
         t1 = time.monotonic()
-        rc = _run_child(argv, env, pass_fds=held.fds)  # the locks live as long as the phase does
+        with _gates_turn(label):
+            rc = _run_child(argv, env, pass_fds=held.fds)  # the locks live as long as the phase does
         phases.append({"phase": label, "workers": workers, "wall_s": round(time.monotonic() - t1, 2),
-                       "pytest_exit": rc})
+                       "pytest_exit": rc, **({"resumed_with_parts_done": len(done)} if done else {})})
         if rc == EXIT_INTERRUPTED:
             interrupted = True
             break
@@ -198,6 +212,42 @@ def _dut_dead(doc: dict) -> dict | None:
         return None
     pre = dead[0]["precondition"]
     return {"judged_by": pre["judged_by"], "detail": pre["detail"], "count": len(dead)}
+
+
+@contextlib.contextmanager
+def _gates_turn(label: str):
+    """The gates measure this machine's CPU: runs of one campaign side by side (``V6GATE_GATES_LOCK``, set by
+    ``v6gate campaign``) take turns for their gates phase, so no two DUTs' gates share the controller."""
+    path = os.environ.get("V6GATE_GATES_LOCK")
+    if label != "gates" or not path:
+        yield
+        return
+    import fcntl
+
+    with open(path, "a") as f:
+        print("v6gate run: waiting for the other DUTs' gates to finish (one DUT's gates at a time)", flush=True)
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _write_done(run_dir: Path, run_id: str, done: set[str]) -> Path:
+    path = run_dir / "records" / f"resume-{run_id}.keys"
+    path.write_text("".join(f"{k}\n" for k in sorted(done)))
+    return path
+
+
+def _recorded_parts(out: str | None) -> set[str]:
+    """``run --resume``: the parts an interrupted run in ``--out`` recorded (they are not run again)."""
+    from .report.results import load_records
+
+    if not out:
+        raise UsageError("--resume needs --out RUN_DIR: the directory of the run to continue")
+    if not (Path(out) / "records").is_dir():
+        raise UsageError(f"--resume: {out} has no records/ directory; pass the directory of an interrupted run")
+    return {r.key for r in load_records(Path(out))}
 
 
 def cmd_repeat(args) -> int:
@@ -496,6 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--baseline", help="a previous results.json: its FAILs are not new failures")
     r.add_argument("--out", help="run directory (default reports/runs/<time>-<id>)")
     r.add_argument("--no-gates", action="store_true", help="skip the performance-gate phase")
+    r.add_argument("--resume", action="store_true",
+                   help="continue the interrupted run in --out RUN_DIR: the parts it recorded are not run again")
     r.add_argument("--i-own-this-link", action="store_true",
                    help="run even though the tester interface looks like a management/production link "
                         "(default route on it, or link.prefix not on it): see scope_guard.py")

@@ -52,6 +52,9 @@ def pytest_addoption(parser):
     g.addoption("--v6gate-check", action="append", default=[], help="run only this check id (repeatable)")
     g.addoption("--v6gate-no-report", action="store_true", help="only write records (the v6gate CLI reports)")
     g.addoption("--v6gate-phase", default="checks", help="label of this phase's records (checks, gates)")
+    g.addoption("--v6gate-resume", default=None, metavar="FILE",
+                help="leave out the parts listed in FILE, one key a line (continue an interrupted run: the parts "
+                     "it recorded)")
 
 
 def new_run_id() -> str:
@@ -174,6 +177,21 @@ def pytest_collection_modifyitems(session, config, items):
         return isinstance(v6check, tuple) and bool(v6check[1].params.get("lasting"))
 
     items[:] = sorted(items, key=lasting)  # stable: everything else keeps its order
+    if config.option.v6gate_resume:  # a list fixed before the run (every xdist worker collects the same)
+        done = set(Path(config.option.v6gate_resume).read_text().split())
+        left = [i for i in items if _item_key(i) not in done]
+        if len(left) < len(items):
+            config.hook.pytest_deselected(items=[i for i in items if _item_key(i) in done])
+            items[:] = left
+
+
+def _item_key(item) -> str | None:
+    spec = getattr(item, "callspec", None)
+    v6check = spec.params.get("v6check") if spec else None
+    if not isinstance(v6check, tuple):
+        return None
+    c, p = v6check
+    return f"{c.id}{'#' + p.letter if p.letter else ''}"
 
 
 @pytest.fixture(scope="session")
@@ -186,13 +204,7 @@ def v6gate_session(request):
     target = opt.v6gate_target or "lab"
     t0 = time.monotonic()
     try:
-        if target == "lab" or target.endswith("lab.yaml"):
-            session = Session.for_lab(run_dir, target_file=None if target == "lab" else target,
-                                      profile=opt.v6gate_profile, recorder=recorder)
-        else:
-            from .target import load_target
-
-            session = Session(load_target(target), run_dir, recorder=recorder, profile=opt.v6gate_profile).open()
+        session = Session.for_target(target, run_dir, profile=opt.v6gate_profile, recorder=recorder)
     except UsageError as exc:
         pytest.exit(f"v6gate: {exc}", returncode=4)
     session.setup_s = time.monotonic() - t0

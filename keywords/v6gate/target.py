@@ -118,6 +118,7 @@ class Target:
             "dut_mac": self.dut_mac,
             "link_prefix": str(self.link_prefix),
             "lab": bool(self.lab),
+            **({"lab_fault": self.lab["fault"]} if (self.lab or {}).get("fault") else {}),
         }
 
 
@@ -316,6 +317,7 @@ def load_target(path: str | Path, overrides: dict | None = None) -> Target:
         raise TargetFileError(path, "control.adapter", "an external (TAP) DUT cannot be controlled by the lab",
                               "use control.adapter: none, ssh or manual")
     _check_extensions(path, dict(doc.get("extensions", {})))
+    _check_lab_fault(doc, path)
     timing = {**DEFAULT_TIMING, **doc.get("timing", {})}
     return Target(
         name=doc["name"],
@@ -341,6 +343,21 @@ def load_target(path: str | Path, overrides: dict | None = None) -> Target:
         description=doc.get("description", ""),
         dut_max_addresses=dut.get("max_addresses"),
     )
+
+
+def _check_lab_fault(doc: dict, path: Path) -> None:
+    """``lab.fault``: a lab fault that exists, on a DUT the lab builds (it cannot fault a TAP DUT)."""
+    name = (doc.get("lab") or {}).get("fault")
+    if name is None:
+        return
+    if doc["lab"].get("external_dut"):
+        raise TargetFileError(path, "lab.fault", "the lab cannot apply a fault to an external (TAP) DUT",
+                              "leave lab.fault out, or use the lab's own DUT")
+    from .lab.faults import load_faults
+
+    if name not in load_faults():
+        raise TargetFileError(path, "lab.fault", f"{name!r} is not a lab fault",
+                              "name a fault defined in fixtures/faults/*.yaml")
 
 
 def _merge(base: dict, over: dict) -> dict:

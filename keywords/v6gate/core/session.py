@@ -84,6 +84,9 @@ class Session:
         self.open_error: str | None = None
         self.worker = os.environ.get("PYTEST_XDIST_WORKER") or "main"
         self._fault = None  # the lab fault in force for the running check
+        #: the lab fault a lab DUT carries for the whole run (target ``lab.fault``: a lab DUT with a defect, as in
+        #: the campaign demo's fleet), applied like a check's fault after every rebuild; verdicts stay the DUT's own
+        self.dut_fault = (target.lab or {}).get("fault") if lab is not None and not lab.external_dut else None
         self._applied: AppliedFault | None = None
         self.last_lab_timings: dict | None = None
         self.dut_state_after: dict | None = None  # what the run left on a DUT it does not reset (close())
@@ -98,6 +101,17 @@ class Session:
         self.absent: str | None = None
 
     # -- construction helpers ---------------------------------------------------------
+    @classmethod
+    def for_target(cls, target: str, run_dir: Path, *, profile="default",
+                   recorder: RunRecorder | None = None) -> Session:
+        """``lab`` or a target file with a ``lab:`` section: build that lab; else open the target's DUT."""
+        if target == "lab":
+            return cls.for_lab(run_dir, profile=profile, recorder=recorder)
+        t = load_target(target)
+        if t.is_lab:
+            return cls.for_lab(run_dir, target_file=target, profile=profile, recorder=recorder)
+        return cls(t, run_dir, recorder=recorder, profile=profile).open()
+
     @classmethod
     def for_lab(cls, run_dir: Path, *, target_file: str | Path | None = None, topology=None, profile="default",
                 recorder: RunRecorder | None = None, external_dut: str | None = None) -> Session:
@@ -407,6 +421,10 @@ class Session:
         interrupted = False
         if fault and not self.lab:
             raise UsageError("faults can only be applied to the embedded lab")
+        if fault and self.dut_fault:
+            raise UsageError(f"the lab DUT carries fault {self.dut_fault} for the whole run (target lab.fault): "
+                             "prove checks on a healthy lab target")
+        mechanism = fault or self.dut_fault
         gone = self.liveness.before_part() if self.liveness is not None else None
         if why_skip:
             outcome = Outcome(Verdict.SKIP, why_skip)
@@ -419,8 +437,8 @@ class Session:
         else:
             try:
                 if self.lab:
-                    self._fault = get_fault(fault) if fault else None
-                    self._applied = self._prepare_lab(c, fault)
+                    self._fault = get_fault(mechanism) if mechanism else None
+                    self._applied = self._prepare_lab(c, mechanism)
                 elif "reset" in c.needs:
                     self.control.reset()
                     self._was_reset()

@@ -32,6 +32,18 @@ def supports(check: dict, capability: str, spec: dict) -> bool:
             or check.get("id") in (spec.get("checks") or []))
 
 
+def capabilities_of(check: dict) -> list[str]:
+    """Every capability of the catalogue the part supports (its own, its area's, its check id's) and its own
+    others: what the triage view's capability filter selects, so that a cell of a matrix links to its parts."""
+    return list(_capabilities_of(check.get("id"), check.get("area"), tuple(check.get("capabilities") or ())))
+
+
+@lru_cache(maxsize=4096)
+def _capabilities_of(check_id, area, own: tuple) -> tuple:
+    spec = {"id": check_id, "area": area, "capabilities": own}
+    return tuple(dict.fromkeys([*(cap for cap, s in catalogue().items() if supports(spec, cap, s)), *own]))
+
+
 def _column(c: dict) -> str:
     v = c["verdict"]
     if v == "FAIL" and c.get("waived"):

@@ -93,7 +93,8 @@ def _pages(doc: dict, report_dir: Path, *, baseline_doc: dict | None = None,
     nav = [("report.html", "Triage"), ("compliance.html", "Compliance")] + (
         [("diff.html", "Diff")] if delta is not None else [])
     common = {"doc": doc, "run": doc["run"], "summary": doc["summary"], "nav": nav, "verdicts": VERDICTS,
-              "label": triage.label, "key": triage.key, "rfcs": triage.rfcs, "headline": headline}
+              "label": triage.label, "key": triage.key, "rfcs": triage.rfcs, "headline": headline,
+              "caps": compliance.capabilities_of}
     out = {}
     e = env()
     out["report.html"] = (e.get_template("report.html.j2"), dict(

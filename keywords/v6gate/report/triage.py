@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from .compliance import capabilities_of
+
 ATTENTION = ("FAIL", "ERROR", "NOT_JUDGED", "INCONCLUSIVE")
 #: order of groups inside an area and of areas in the view
 SEVERITY = {"FAIL": 0, "ERROR": 1, "NOT_JUDGED": 2, "INCONCLUSIVE": 3}
@@ -138,7 +140,7 @@ def filter_values(doc: dict) -> dict:
     return {
         "verdicts": sorted({label(c) for c in checks}),
         "areas": sorted({c["area"] for c in checks}),
-        "capabilities": sorted({cap for c in checks for cap in c.get("capabilities") or []}),
+        "capabilities": sorted({cap for c in checks for cap in capabilities_of(c)}),
         "rfcs": sorted({r for c in checks for r in rfcs(c)}, key=int),
         "ipv6ready": sorted({c["ipv6ready"] for c in checks if c.get("ipv6ready")}),
     }

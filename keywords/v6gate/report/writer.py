@@ -80,6 +80,9 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
         "workers": len({i["worker"] for i in infos}) or 1,
         "phases": phases or [],
     }
+    campaign = _campaign_of_run(run_dir)
+    if campaign:
+        meta["campaign"] = campaign
     left = [i["dut_state_after"] for i in infos if i.get("dut_state_after")]
     if left:
         meta["dut_state_after"] = left
@@ -96,3 +99,22 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
         except OSError:
             pass
     return paths, doc
+
+
+def _campaign_of_run(run_dir: Path) -> dict | None:
+    """The campaign this run is a DUT of (``V6GATE_CAMPAIGN``, set by ``v6gate campaign``; a rebuild keeps the
+    one its results.json names): {name, dut, file_sha256}, so a merge knows each run directory's place."""
+    text = os.environ.get("V6GATE_CAMPAIGN")
+    if text:
+        try:
+            value = untrusted.parse_json(text, "V6GATE_CAMPAIGN", untrusted.CONFIG.but(kind="campaign variable"))
+        except UsageError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    try:
+        before = untrusted.load_json(run_dir / "results.json", untrusted.RUN_OUTPUT.but(kind="results.json"))
+    except UsageError:
+        return None
+    c = (before.get("run") or {}).get("campaign") if isinstance(before, dict) else None
+    return c if isinstance(c, dict) else None

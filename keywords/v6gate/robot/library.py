@@ -35,7 +35,6 @@ from robot.libraries.BuiltIn import BuiltIn, RobotNotRunningError
 from ..core.check import REGISTRY, all_items, find
 from ..core.session import RunRecorder, Session, install_signal_handlers
 from ..pytest_plugin import new_run_dir, new_run_id
-from ..target import load_target
 
 
 def pcap_uri(pcap: str) -> str:
@@ -134,11 +133,7 @@ class V6Gate:
         os.environ.setdefault("V6GATE_RUN_ID", new_run_id())
         run_dir = Path(self._run_dir_arg or os.environ.get("V6GATE_RUN_DIR") or new_run_dir(os.environ["V6GATE_RUN_ID"]))
         recorder = RunRecorder(run_dir, worker="robot")
-        if target == "lab" or target.endswith("lab.yaml"):
-            self.session = Session.for_lab(run_dir, target_file=None if target == "lab" else target,
-                                           profile=profile, recorder=recorder)
-        else:
-            self.session = Session(load_target(target), run_dir, recorder=recorder, profile=profile).open()
+        self.session = Session.for_target(target, run_dir, profile=profile, recorder=recorder)
         from ..report.writer import write_session_info
 
         write_session_info(run_dir, self.session)
