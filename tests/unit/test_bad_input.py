@@ -311,6 +311,34 @@ CASES = [
     # -- other commands ------------------------------------------------------------------------------
     ("report-of-a-non-run", lambda t: ["report", str(t)], 2, ["records/"]),
     ("report-of-a-file", lambda t: ["report", target(t)], 2, ["records/"]),
+    # -- campaign files (issue 35) ---------------------------------------------------------------------
+    ("campaign-alias-bomb", lambda t: ["campaign", "validate", campaign(t, "alias_bomb")], 2,
+     ["campaign.yaml", "aliases expanded", "campaign file"]),
+    ("campaign-run-alias-bomb", lambda t: ["campaign", "run", campaign(t, "alias_bomb")], 2,
+     ["campaign.yaml", "aliases expanded"]),
+    ("campaign-duplicate-key", lambda t: ["campaign", "validate", campaign(t, "duplicate_key")], 2,
+     ["campaign.yaml", "duplicate key 'name'"]),
+    ("campaign-oversize", lambda t: ["campaign", "validate", campaign(t, "oversize")], 2,
+     ["campaign.yaml", "limit for a campaign file"]),
+    ("campaign-target-and-lab", lambda t: ["campaign", "validate", campaign(t, "target_and_lab")], 2,
+     ["duts[0]", "both 'target' and 'lab'"]),
+    ("campaign-same-dut-twice", lambda t: ["campaign", "run", campaign(t, "same_mac")], 2,
+     ["duts[1] (b) and duts[0] (a)", "the same DUT"]),
+    ("campaign-same-name-twice", lambda t: ["campaign", "validate", campaign(t, "same_name")], 2,
+     ["duts[1].name", "also the name"]),
+    ("campaign-unknown-area", lambda t: ["campaign", "validate", campaign(t, "unknown_area")], 2,
+     ["areas", "nosuch"]),
+    ("campaign-dut-target-broken", lambda t: ["campaign", "validate", campaign(t, "bad_override")], 2,
+     ["duts[0] (a)", "dut.mac"]),
+    ("campaign-missing-target", lambda t: ["campaign", "validate", campaign(t, "missing_target")], 2,
+     ["duts[0].target", "not found"]),
+    ("campaign-bad-shard", lambda t: ["campaign", "run", campaign(t, None), "--shard", "3/2"], 2, ["--shard 3/2"]),
+    ("campaign-unknown-controller", lambda t: ["campaign", "run", campaign(t, None), "--shard", "ctl-z"], 2,
+     ["ctl-z", "ctl-a"]),
+    ("campaign-lab-too-many", lambda t: ["campaign", "run", "--lab", "9"], 2, ["--lab 9"]),
+    ("campaign-resume-not-a-campaign", lambda t: ["campaign", "resume", str(t)], 2, ["campaign.json"]),
+    ("campaign-merge-not-a-campaign", lambda t: ["campaign", "merge", str(t), "--out", str(t / "m")], 2,
+     ["campaign.json"]),
 ]
 
 
@@ -333,6 +361,33 @@ def _partial(tmp: Path) -> str:
            "hosts": {"02:00:00:00:00:01": rec}}
     p = tmp / "partial.json"
     p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def campaign(tmp: Path, kind: str | None) -> str:
+    """A campaign file of two DUTs (the example target file on two tester ports), made hostile or wrong."""
+    tfile = Path(target(tmp))
+    doc = {"name": "bad", "areas": ["rdnss"], "duts": [
+        {"name": "a", "target": str(tfile), "controller": "ctl-a"},
+        {"name": "b", "target": str(tfile), "controller": "ctl-a", "tester": {"interface": "enp9s0"},
+         "dut": {"mac": "52:54:00:00:00:0b"}}]}
+    change = {
+        "target_and_lab": lambda d: d["duts"][0].update(lab={}),
+        "same_mac": lambda d: d["duts"][1].pop("dut"),
+        "same_name": lambda d: d["duts"][1].update(name="a"),
+        "unknown_area": lambda d: d.update(areas=["rdnss", "nosuch"]),
+        "bad_override": lambda d: d["duts"][0].update(dut={"mac": "zz"}),
+        "missing_target": lambda d: d["duts"][0].update(target="nowhere.yaml"),
+    }.get(kind)
+    if change:
+        change(doc)
+    text = yaml.safe_dump(doc, sort_keys=False)
+    laughs = 'lol0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+        f"lol{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 9))
+    text += {"alias_bomb": laughs, "duplicate_key": "name: again\n",
+             "oversize": "# a comment line, repeated past the size limit\n" * 30_000}.get(kind, "")
+    p = tmp / "campaign.yaml"
+    p.write_text(text)
     return str(p)
 
 

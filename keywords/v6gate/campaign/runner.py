@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -99,13 +100,18 @@ def load_targets(c: Campaign, work: Path) -> list[tuple[DutEntry, object, Path]]
 def prepare(c: Campaign, out: Path, shard: str | None, *, own_link: bool = False) -> dict:
     """Validate every DUT of the campaign (each effective target through the target schema, waivers, baseline;
     the shard's tester ports and scope guard on this machine), then lay out the campaign directory and its
-    state.  Nothing is written before everything validated."""
+    state.  Nothing is written in ``out`` before everything validated."""
+    import tempfile
+
+    mine = {d.name for d in c.shard(shard)}
+    with tempfile.TemporaryDirectory(prefix="v6gate-campaign-") as tmp:
+        return _prepare(c, out, shard, mine, load_targets(c, Path(tmp)), own_link)
+
+
+def _prepare(c: Campaign, out: Path, shard: str | None, mine: set[str], loaded: list, own_link: bool) -> dict:
     from .. import cli_guard as guard
     from ..scope_guard import refusal
 
-    mine = {d.name for d in c.shard(shard)}
-    work = out / ".targets"
-    loaded = load_targets(c, work)
     for d, t, _path in loaded:
         if d.name in mine:
             try:
@@ -120,15 +126,11 @@ def prepare(c: Campaign, out: Path, shard: str | None, *, own_link: bool = False
                 raise UsageError(f"{c.source}: {d.where}: {exc}") from None
     if any(d.is_lab for d in c.duts if d.name in mine) and os.geteuid() != 0:
         raise UsageError("the campaign's lab DUTs need root (network namespaces): run as root")
-    (out / DUTS).mkdir(exist_ok=True)
+    (out / DUTS).mkdir(parents=True, exist_ok=True)
     for d, _t, path in loaded:
         if d.name in mine:
             (out / DUTS / d.name).mkdir(exist_ok=True)
-            os.replace(path, out / DUTS / d.name / "target.yaml")
-        else:
-            path.unlink()
-    with contextlib.suppress(OSError):
-        work.rmdir()
+            shutil.copyfile(path, out / DUTS / d.name / "target.yaml")
     (out / COPY).write_bytes(c.source.read_bytes())
     state = {
         "schema": SCHEMA, "name": c.name, "description": c.description,

@@ -148,7 +148,7 @@ def _check_selection(path: Path, doc: dict) -> None:
         try:
             check(list(values or []))
         except UsageError as exc:
-            problem = str(exc).split(": ", 1)[-1]
+            problem = str(exc).removeprefix("--area ").removeprefix("--check ")
             raise InputFileError(path, field_name, problem, "see 'v6gate list'") from None
 
 

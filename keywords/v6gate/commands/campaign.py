@@ -100,8 +100,7 @@ def _out(args, name: str) -> Path:
     if (out / STATE).exists():
         raise UsageError(f"--out {out}: already holds a campaign; 'v6gate campaign resume {out}' continues it, "
                          "or pass a new directory")
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+    return out  # made by runner.prepare once every DUT validated
 
 
 def _previous(arg: str | None, name: str, out: Path) -> Path | None:
@@ -152,24 +151,11 @@ def cmd_run(args) -> int:
     mine = c.shard(args.shard)  # one line for a bad --shard before anything is written
     out = _out(args, c.name)
     previous = _previous(args.previous, c.name, out)
-    try:
-        state = runner.prepare(c, out, args.shard, own_link=args.i_own_this_link)
-    except BaseException:
-        _remove_if_empty(out)
-        raise
+    state = runner.prepare(c, out, args.shard, own_link=args.i_own_this_link)
     print(f"v6gate campaign {c.name}: {len(mine)} DUT(s){' of shard ' + args.shard if args.shard else ''}"
           f" ({', '.join(d.name for d in mine)}), {args.jobs or c.jobs or len(mine)} at a time -> {out}", flush=True)
     interrupted = runner.Supervisor(out, state, args.jobs or c.jobs).run()
     return _finish(out, state, interrupted, previous)
-
-
-def _remove_if_empty(out: Path) -> None:
-    import shutil
-
-    from ..campaign.runner import DUTS
-
-    if out.is_dir() and not any((out / DUTS).glob("*/records")):
-        shutil.rmtree(out, ignore_errors=True)
 
 
 def cmd_resume(args) -> int:

@@ -143,8 +143,11 @@ def process_start_time(pid: int | None = None) -> str | None:
 def cleanup(*, lab_ids: list[str] | None = None, stale_only: bool = False, prefix: str = PREFIX) -> list[str]:
     """Remove labs.  lab_ids: only these; stale_only: only labs whose owner died;
     otherwise every namespace named with ``prefix``.  Returns the lab ids removed."""
-    reg = registered()
+    # namespaces first, then the registry: a lab registers before it creates its first namespace, so every
+    # namespace listed here has its registry file already (read the other way round, a lab another run was
+    # building in between looked like an interrupted build and was removed: v6gate campaign starts runs at once)
     ns_all = our_namespaces()
+    reg = registered()
     by_lab: dict[str, list[str]] = {}
     for ns in ns_all:
         if not ns.startswith(prefix):

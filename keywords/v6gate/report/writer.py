@@ -48,7 +48,10 @@ def read_session_infos(run_dir: Path) -> list[dict]:
 
 def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str | None = None,
                  command: str = "", baseline: str | None = None, expected_keys: list[str] | None = None,
-                 phases: list[dict] | None = None, t0: float | None = None) -> tuple[dict, dict]:
+                 phases: list[dict] | None = None, t0: float | None = None,
+                 campaign_dut: str | None = None) -> tuple[dict, dict]:
+    """``campaign_dut``: the DUT entry this run is in the campaign ``V6GATE_CAMPAIGN`` names (when the
+    variable, shared by the processes of a Robot campaign, does not name it itself)."""
     from ..core.check import load_all
 
     load_all()  # areas register their report renderers, sections and document parts on import
@@ -81,7 +84,9 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
         "phases": phases or [],
     }
     campaign = _campaign_of_run(run_dir)
-    if campaign:
+    if campaign and campaign_dut:
+        campaign = {**campaign, "dut": campaign_dut}
+    if campaign and campaign.get("dut"):
         meta["campaign"] = campaign
     left = [i["dut_state_after"] for i in infos if i.get("dut_state_after")]
     if left:

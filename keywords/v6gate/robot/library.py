@@ -49,8 +49,9 @@ class V6Gate:
     ROBOT_LISTENER_API_VERSION = 3
 
     def __init__(self, run_dir: str | None = None, areas: str = "", profile: str = "default", gates: str = "",
-                 baseline: str = ""):
+                 baseline: str = "", campaign_dut: str = ""):
         self._run_dir_arg = run_dir
+        self._campaign_dut = campaign_dut or None  # this suite is that DUT of a campaign (v6gate campaign robot)
         self.session: Session | None = None
         self.results = []
         self._areas = [a.strip() for a in areas.split(",") if a.strip()]
@@ -268,7 +269,7 @@ class V6Gate:
 
         run_dir = self.session.run_dir if self.session else Path(os.environ["V6GATE_RUN_DIR"])
         paths, doc = finalize_run(run_dir, target_label="robot", profile=self._profile, command="robot",
-                                  baseline=self._baseline)
+                                  baseline=self._baseline, campaign_dut=self._campaign_dut)
         links = " · ".join(f'<a href="{Path(p).resolve().as_uri()}">{Path(p).name}</a>' for p in
                            [paths["html"], Path(paths["html"]).with_name("compliance.html"), paths["results"],
                             paths.get("manifest")] if p)
