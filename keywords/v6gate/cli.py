@@ -130,13 +130,11 @@ def _run_locked(args, target_arg: str, run_id: str, held) -> int:
     for label, suite, parallel in PHASES:
         if label == "gates" and args.no_gates:
             continue
-        tests = sorted(suite.glob("test_*.py"))
-        if args.area:
-            tests = [t for t in tests if t.stem.removeprefix("test_") in args.area]
-        if done:  # resuming: a phase whose selected parts all finished before is not started again
-            kind = "gate" if label == "gates" else "check"
-            left = {c.area for c, k in selected if c.kind == kind and k not in done}
-            tests = [t for t in tests if t.stem.removeprefix("test_") in left]
+        # the suites of the areas with selected parts left to run (resuming: a phase whose parts all finished
+        # before is not started again; --check: only the suites of those checks' areas are collected)
+        kind = "gate" if label == "gates" else "check"
+        left = {c.area for c, k in selected if c.kind == kind and k not in done}
+        tests = [t for t in sorted(suite.glob("test_*.py")) if t.stem.removeprefix("test_") in left]
         if not tests:
             continue
         workers = args.workers if parallel else 0

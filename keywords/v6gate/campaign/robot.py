@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from ..paths import ROOT, SUITES
+from ..paths import SUITES
 from .fleet import load_run
 from .runner import BROKEN, FINISHED, INTERRUPTED, RUNNING, finished_run, write_json
 
@@ -68,15 +68,17 @@ def run(out: Path, state: dict, *, jobs: int | None = None) -> bool:
                                                         "file_sha256": state["file"]["sha256"]})}
     for k in ("V6GATE_RUN_ID", "V6GATE_RUN_DIR"):
         env.pop(k, None)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # pabot starts 'robot' by name
     pabot = shutil.which("pabot", path=str(Path(sys.executable).parent)) or shutil.which("pabot")
     mine = [d for d in state["duts"] if d.get("in_shard")]
     if pabot:
-        argv = [pabot, "--processes", str(max(1, jobs or len(mine))), "--outputdir", str(rdir)]
+        # no PabotLib: its remote server would take TCP port 8270 on this machine, which the suite does not need
+        argv = [pabot, "--no-pabotlib", "--processes", str(max(1, jobs or len(mine))), "--outputdir", str(rdir)]
         for i, f in enumerate(files, 1):
             argv += [f"--argumentfile{i}", str(f)]
         argv.append(str(SUITE))
         runs = [argv]
-        print(f"v6gate campaign: {len(files)} Robot suite(s), one per DUT, with pabot ({argv[2]} at a time) -> {rdir}",
+        print(f"v6gate campaign: {len(files)} Robot suite(s), one per DUT, with pabot ({argv[3]} at a time) -> {rdir}",
               flush=True)
     else:
         print("v6gate campaign: pabot is not installed (pip install robotframework-pabot): the DUTs' Robot suites "
@@ -89,7 +91,7 @@ def run(out: Path, state: dict, *, jobs: int | None = None) -> bool:
     interrupted = False
     with open(rdir / "robot.log", "a") as log:
         for argv in runs:
-            proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            proc = subprocess.Popen(argv, cwd=rdir, env=env,  # pabot writes .pabotsuitenames in its cwd stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT)
             try:
                 proc.wait()
