@@ -91,7 +91,8 @@ def run(out: Path, state: dict, *, jobs: int | None = None) -> bool:
     interrupted = False
     with open(rdir / "robot.log", "a") as log:
         for argv in runs:
-            proc = subprocess.Popen(argv, cwd=rdir, env=env,  # pabot writes .pabotsuitenames in its cwd stdin=subprocess.DEVNULL, stdout=log,
+            # in its own directory: pabot writes .pabotsuitenames in its working directory
+            proc = subprocess.Popen(argv, cwd=rdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT)
             try:
                 proc.wait()
