@@ -177,8 +177,9 @@ def pytest_collection_modifyitems(session, config, items):
         return isinstance(v6check, tuple) and bool(v6check[1].params.get("lasting"))
 
     items[:] = sorted(items, key=lasting)  # stable: everything else keeps its order
-    if config.option.v6gate_resume:  # a list fixed before the run (every xdist worker collects the same)
-        done = set(Path(config.option.v6gate_resume).read_text().split())
+    resume = getattr(getattr(config, "option", None), "v6gate_resume", None)
+    if resume:  # a list fixed before the run (every xdist worker collects the same)
+        done = set(Path(resume).read_text().split())
         left = [i for i in items if _item_key(i) not in done]
         if len(left) < len(items):
             config.hook.pytest_deselected(items=[i for i in items if _item_key(i) in done])
