@@ -186,6 +186,10 @@ def test_fleet_matrix_junit_and_exit_code(tmp_path):
     assert 'href="duts/unit-0/report.html?cap=RDNSS&amp;v=fail"' in page
     listed = (out / "MANIFEST.sha256").read_text()
     assert "duts/unit-2/MANIFEST.sha256" in listed and "fleet.json" in listed
+    ok = fleet.verify(out)
+    assert not (ok["changed"] or ok["missing"] or ok["extra"]) and "duts/unit-0/results.json" in ok["ok"]
+    (out / "duts" / "unit-1" / "junit.xml").write_text("<testsuites/>")
+    assert fleet.verify(out)["changed"] == ["duts/unit-1/junit.xml"]
 
 
 def test_exit_code_follows_the_run_rules_over_all_duts(tmp_path):

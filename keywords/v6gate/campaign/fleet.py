@@ -325,6 +325,35 @@ def write_manifest(out: Path, doc: dict) -> Path:
     return path
 
 
+def verify(out: Path) -> dict[str, list[str]]:
+    """A campaign directory against its MANIFEST.sha256, and each DUT's run directory it lists against the
+    DUT's own (``v6gate verify CAMPAIGN_DIR``): {changed, missing, extra, ok}, paths relative to ``out``."""
+    from .. import untrusted
+
+    path = out / manifest.NAME
+    if not path.is_file():
+        raise UsageError(f"{out}: no {manifest.NAME}; the campaign did not finish writing its reports")
+    entries = manifest.parse(untrusted.read_text(path, untrusted.RUN_OUTPUT.but(kind=manifest.NAME)), str(path))
+    res: dict[str, list[str]] = {"changed": [], "missing": [], "extra": [], "ok": []}
+    for rel, digest in sorted(entries.items()):
+        p = out / rel
+        if not p.is_file():
+            res["missing"].append(rel)
+        elif manifest.sha256(p) != digest:
+            res["changed"].append(rel)
+        else:
+            res["ok"].append(rel)
+        if rel.endswith("/" + manifest.NAME) and p.is_file():
+            sub = rel[: -len(manifest.NAME) - 1]
+            for k, rels in manifest.verify(out / sub).items():
+                res[k] += [f"{sub}/{r}" for r in rels]
+    listed = set(entries)
+    res["extra"] += sorted(f for f in FILES if (out / f).is_file() and f not in listed)
+    res["extra"] += sorted(str(p.relative_to(out)) for p in out.glob(f"duts/*/{manifest.NAME}")
+                           if str(p.relative_to(out)) not in listed)
+    return res
+
+
 def write_all(state: dict, out: Path, *, previous: Path | None = None) -> tuple[dict, dict[str, Path]]:
     import json
 

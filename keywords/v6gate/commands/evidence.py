@@ -2,7 +2,8 @@
 end of every run and by 'v6gate report'):
 
   v6gate verify RUN_DIR|BUNDLE.tar.gz   exit 0 every file matches; 1 a file changed, is missing or is
-                                        extra (each listed); 2 bad input
+                                        extra (each listed); 2 bad input.  A campaign directory: its
+                                        manifest and every DUT run directory's
   v6gate bundle RUN_DIR [-o FILE]       verify, then write one deterministic .tar.gz (results, reports,
                                         pcaps, the manifest); exit 0 written, 1 the manifest does not
                                         match (nothing written), 2 bad input"""
@@ -45,6 +46,10 @@ def cmd_verify(args) -> int:
         return _report(manifest.verify_bundle(p), str(p))
     if not p.exists():
         raise UsageError(f"{p}: no such run directory or bundle")
+    if (p / "campaign.json").is_file():  # a campaign: its files and every DUT's run directory
+        from ..campaign import fleet
+
+        return _report(fleet.verify(p), str(p))
     return _report(manifest.verify(p), str(p))
 
 
