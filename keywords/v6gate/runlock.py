@@ -73,6 +73,11 @@ class Held:
 
 def keys_for(target) -> list[tuple[str, str]]:
     """(what a person calls it, lock key) of everything a run against ``target`` drives."""
+    lab_section = getattr(target, "lab", None)
+    if lab_section is not None and not lab_section.get("external_dut"):
+        # a lab target whose DUT the lab builds: the run makes its tester, link and DUT afresh in namespaces of
+        # its own (its eth0 is not this machine's), so it shares nothing with another run (a campaign's lab DUTs)
+        return []
     ns = target.tester_netns or "-"
     where = f" in namespace {target.tester_netns}" if target.tester_netns else ""
     out = [(f"tester interface {target.tester_interface}{where}", f"tester:{ns}:{target.tester_interface}")]

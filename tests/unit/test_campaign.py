@@ -166,6 +166,14 @@ def test_a_lab_fault_must_exist_and_the_lab_cannot_fault_a_tap_dut(tmp_path):
                 load_target(p)
         else:
             assert load_target(p).summary()["lab_fault"] == fault
+    from v6gate import runlock
+
+    assert runlock.keys_for(load_target(p)) == [], "lab DUTs built afresh per run share no lock (a campaign's)"
+    lab["lab"].pop("fault")
+    lab["lab"]["external_dut"] = "tap"
+    lab["control"] = {"adapter": "none"}
+    p.write_text(yaml.safe_dump(lab))
+    assert runlock.keys_for(load_target(p)), "a TAP DUT is a device of its own: locked"
 
 
 # -- the fleet report --------------------------------------------------------------------------------
