@@ -149,6 +149,10 @@ def test_two_entries_naming_one_dut_on_one_controller_are_refused(tmp_path):
     doc["duts"][2]["controller"] = "ctl-9"  # the same MAC behind another controller is another link
     p.write_text(yaml.safe_dump(doc))
     runner.load_targets(spec.load(p), tmp_path / "t2")
+    doc["duts"][2]["controller"] = doc["duts"][0]["controller"]  # ... and behind another namespace's port (run locks)
+    doc["duts"][2]["tester"] = {"interface": "eth0", "netns": "v6gcmpb-tester"}
+    p.write_text(yaml.safe_dump(doc))
+    runner.load_targets(spec.load(p), tmp_path / "t3")
 
 
 def test_a_lab_fault_must_exist_and_the_lab_cannot_fault_a_tap_dut(tmp_path):

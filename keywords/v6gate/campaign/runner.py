@@ -68,7 +68,9 @@ def _same_dut(duts: list[tuple[DutEntry, object]]) -> None:
         if d.is_lab:
             continue
         port = (t.tester_netns or "", t.tester_interface)
-        for key, seen, what in ((t.dut_mac, seen_mac, f"the same DUT (mac {t.dut_mac})"),
+        where = f" in namespace {t.tester_netns}" if t.tester_netns else ""
+        # as run locks key them (runlock.keys_for): the same MAC behind two namespaces' tester ports is two DUTs
+        for key, seen, what in (((port[0], t.dut_mac), seen_mac, f"the same DUT (mac {t.dut_mac}{where})"),
                                 (port, seen_port, f"the same tester port ({t.tester_interface}"
                                                   f"{' in ' + t.tester_netns if t.tester_netns else ''})")):
             if key in seen and seen[key].controller == d.controller:

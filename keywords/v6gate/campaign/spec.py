@@ -148,8 +148,8 @@ def _check_selection(path: Path, doc: dict) -> None:
         try:
             check(list(values or []))
         except UsageError as exc:
-            problem = str(exc).removeprefix("--area ").removeprefix("--check ")
-            raise InputFileError(path, field_name, problem, "see 'v6gate list'") from None
+            problem, _, fix = str(exc).removeprefix("--area ").removeprefix("--check ").rpartition("; ")
+            raise InputFileError(path, field_name, problem or fix, fix if problem else "see 'v6gate list'") from None
 
 
 def select_shard(c: Campaign, spec: str | None) -> list[DutEntry]:
