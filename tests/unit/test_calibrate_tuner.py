@@ -49,17 +49,19 @@ def test_every_calibrated_gate_names_a_family_gate_and_its_variant():
 def test_the_tuner_takes_the_gates_own_pair_in_the_order_asked(monkeypatch):
     """A gate whose arms are two trials (STR with 10 pairs of connections): the pair runs them in the
     order asked; an alternated gate (RR): one trial holds both, in that order."""
-    from v6gate.gates import run, workloads
+    import dataclasses
+
+    from v6gate.gates import registry, run
     from v6gate.gates.profiles import profile_of
 
-    calls = []
-    monkeypatch.setattr(workloads, "loadgen", lambda bench, prof, fam, baseline: calls.append((fam, baseline)) or fam)
+    calls, seen = [], []
+    registered = registry.workload("loadgen")
+    monkeypatch.setitem(registry._WORKLOADS, "loadgen", dataclasses.replace(
+        registered, trial=lambda bench, prof, fam, baseline: calls.append((fam, baseline)) or fam,
+        alternate=lambda bench, prof, order: seen.append((order, prof.compare)) or tuple(order)))
     pair = run.family_pair(profile_of("str", "10x1500"), bench=object())
     assert pair(("v6", "v4")) == ("v6", "v4")
     assert calls == [("v6", False), ("v4", True)]
-    seen = []
-    monkeypatch.setattr(workloads, "loadgen_alternate",
-                        lambda bench, prof, order, **kw: seen.append((order, kw["compare"])) or tuple(order))
     pair = run.family_pair(profile_of("rr", "1x1500"), bench=object())
     assert pair(("v4", "v6")) == ("v4", "v6")
     assert seen == [(("v4", "v6"), "family")]

@@ -14,8 +14,8 @@ from v6gate.gates.bench import parse_ethtool_k
 from v6gate.gates.calibrate import summarize, what_would_meet
 from v6gate.gates.engine import Budget, Measure, Metric, PairedComparison
 from v6gate.gates.report import numbers_table, ratio_plot, render_gate, sweep_plot, trials_plot
-from v6gate.gates.run import parity_problems
-from v6gate.gates.workloads import parse_qperf
+from v6gate.gates.workloads.ethtool_parity import parity_problems
+from v6gate.gates.workloads.qperf import parse_qperf
 
 
 def test_shipped_profiles_load_and_every_gate_variant_is_a_check_part():
@@ -44,13 +44,18 @@ def test_seed_matrix_is_complete():
 
 
 def test_pairings_name_existing_gates_and_cover_every_area():
-    load_all()
-    from v6gate.core.check import REGISTRY
-
-    pairs = P.load_pairings()
-    P.check_pairings(pairs, {k for k, c in REGISTRY.items() if c.kind == "gate"})
+    """Each gate names its areas in its profile; the pairing is derived from them (a gate whose variants all
+    pair with an area as its check id, one that pairs only in some variants as id#variant)."""
+    pairs = P.pairings()
     assert {"icmpv6", "ipv6", "pmtu", "nd", "redirect", "rd", "slaac", "mld", "addrarch", "rdnss", "dhcpv6",
             "v6only"} <= set(pairs)
+    gates = {c.id for c in load_all().values() if c.kind == "gate"}
+    for area, spec in pairs.items():
+        assert spec["gates"] and spec["why"], area
+        assert all(g.split("#")[0] in gates for g in spec["gates"]), area
+    assert set(pairs["pmtu"]["gates"]) == {"perf.ipv6_streaming_is_not_slower_than_ipv4#1x9000",
+                                           "perf.ipv6_payload_sweep_is_not_slower_than_ipv4#udp_bw"}
+    assert "perf.ipv6_streaming_is_not_slower_than_ipv4" in pairs["ipv6"]["gates"]
 
 
 def _write(tmp_path, doc):
@@ -95,14 +100,20 @@ def test_variants_merge_over_the_gate_and_defaults(tmp_path):
     assert g["a"].budget.max_pairs == 12 and g["a"].budget.max_seconds == 99
 
 
-def test_bad_pairing_names_the_gate(tmp_path):
+def test_bad_pairing_says_what_to_write(tmp_path):
     p = tmp_path / "pairings.yaml"
     p.write_text("pairings:\n  nd: {gates: [perf.nope], why: x}\n")
-    with pytest.raises(UsageError, match=r"'perf\.nope' is not a gate"):
-        P.check_pairings(P.load_pairings(p), {"perf.ns_to_na_latency_within_target"}, p)
-    p.write_text("pairings:\n  nd: {gates: [perf.x]}\n")
+    with pytest.raises(UsageError, match=r"pairings\.nd\.gates: a gate names its areas itself; write areas: \[nd\]"):
+        P.load_pairings(p)
+    p.write_text("pairings:\n  nd: {status: present}\n")
     with pytest.raises(UsageError, match="why: missing"):
         P.load_pairings(p)
+    p.write_text(P.PAIRINGS_FILE.read_text() + "  esp: {why: y}\n")
+    with pytest.raises(UsageError, match=r"pairings\.esp: no gate names this area"):
+        P.pairings(p)
+    p.write_text("pairings:\n  esp: {why: y}\n")
+    with pytest.raises(UsageError, match=r"gates\.\w+\.areas: '\w+' is not an area of pairings\.yaml"):
+        P.pairings(p)
 
 
 def test_qperf_output_parses_into_MBps_and_us():

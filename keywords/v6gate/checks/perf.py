@@ -3,11 +3,12 @@ offload on as good as off, or a stream with an extension header as good as
 without) within a margin, judged with paired interleaved trials and a
 confidence interval; and control-plane times against stated targets.
 
-The workloads, margins and budgets are data (fixtures/gates/profiles.yaml,
-one check part per variant); the engine is keywords/v6gate/gates/; the
-pairing of every conformance area with its gates is
-fixtures/gates/pairings.yaml.  Run in `v6gate run`'s serial "gates" phase
-(suites/performance/test_perf.py).
+The workloads, margins, budgets and the areas each gate goes with are data
+(fixtures/gates/profiles.yaml, one check part per variant); the engine is
+keywords/v6gate/gates/ (a module per workload, registered); why a gate goes
+with an area is fixtures/gates/pairings.yaml.  Run in `v6gate run`'s serial
+"gates" phase (suites/performance/test_perf.py).  Adding a gate:
+docs/writing-gates.md.
 """
 
 from ..core.check import Part, check
@@ -17,12 +18,13 @@ from ..gates.run import run_gate
 
 
 def _parts(gate: str) -> list[Part]:
-    """One part per variant of the gate's profile, its run profile from the data."""
+    """One part per variant of the gate's profile (``fixtures/gates/profiles.yaml``), its run profile from
+    the data; ``run_gate(t)`` runs the part's gate and variant."""
     out = []
     for label, prof in profiles()[gate].items():
         if label == "-":
-            return [Part(None, profile=prof.profile, variant=None)]
-        out.append(Part(label, _label_title(label), profile=prof.profile, variant=label))
+            return [Part(None, profile=prof.profile, gate=gate, variant=None)]
+        out.append(Part(label, _label_title(label), profile=prof.profile, gate=gate, variant=label))
     return out
 
 
@@ -50,7 +52,7 @@ def ipv6_streaming_is_not_slower_than_ipv4(t):
     """z/VM study STR: 20 bytes out, 20 MB back, 1..50 client/server pairs,
     MTU 1500 and 9000.  An IPv6-only network must carry bulk transfers as
     well as IPv4 did: IPv6 throughput at least (1 - margin) x IPv4."""
-    return run_gate(t, "str")
+    return run_gate(t)
 
 
 @check(
@@ -65,7 +67,7 @@ def ipv6_request_response_is_not_slower_than_ipv4(t):
     """z/VM study RR: 200-byte request, 1000-byte response on a persistent
     connection per pair; the per-packet cost of IPv6 must not lower the
     transaction rate beyond the margin."""
-    return run_gate(t, "rr")
+    return run_gate(t)
 
 
 @check(
@@ -80,7 +82,7 @@ def ipv6_connect_request_response_is_not_slower_than_ipv4(t):
     """z/VM study CRR: a new TCP connection per transaction (64-byte
     request, 8 KB response); handshakes and teardown over IPv6 must cost no
     more than over IPv4."""
-    return run_gate(t, "crr")
+    return run_gate(t)
 
 
 @check(
@@ -96,7 +98,7 @@ def ipv6_tcp_stream_16k_is_within_2_5_percent_of_ipv4(t):
     """vSphere study: a TCP stream of 16 KB messages with 256 KB socket
     buffers; IPv6 throughput within 2.5 % of IPv4 (one connection per
     family, alternated every 10 ms: see the gate's description)."""
-    return run_gate(t, "stream_16k")
+    return run_gate(t)
 
 
 @check(
@@ -111,7 +113,7 @@ def ipv6_payload_sweep_is_not_slower_than_ipv4(t):
     """10 GbE vs IPoIB study: UDP and TCP throughput and half round-trip
     latency for payloads 4..32768 bytes in powers of two (qperf), one
     paired comparison per size, a curve per metric."""
-    return run_gate(t, "sweep")
+    return run_gate(t)
 
 
 @check(
@@ -127,7 +129,7 @@ def offload_on_is_not_slower_than_offload_off(t):
     """Dell/Broadcom and FreeBSD studies: offloads exist to save CPU per
     byte; in each family, the stack with its offloads on must not be slower
     or costlier than with them off."""
-    return run_gate(t, "offload")
+    return run_gate(t)
 
 
 @check(
@@ -145,7 +147,7 @@ def offload_on_is_not_costlier_per_transaction(t):
     per byte; in each family, offloads must not make transactions slower
     or costlier.  The offload area's conformance checks
     (docs/offload.md) judge that what the offloads produce is correct."""
-    return run_gate(t, "offload_rr")
+    return run_gate(t)
 
 
 @check(
@@ -160,7 +162,7 @@ def ipv6_offloads_match_ipv4_offloads(t):
     """The Dell/Broadcom study found IPv6 offloads missing where IPv4 had
     them: a NIC (or driver) that segments or checksums IPv4 in hardware
     should do the same for IPv6."""
-    return run_gate(t, "offload_parity")
+    return run_gate(t)
 
 
 @check(
@@ -176,7 +178,7 @@ def destination_options_header_costs_within_margin(t):
     Destination Options header (one PadN option) on every data packet; a
     destination must process it (RFC 8200 §4) without falling off its fast
     path by more than the margin."""
-    return run_gate(t, "dstopts")
+    return run_gate(t)
 
 
 @check(
@@ -192,7 +194,7 @@ def ra_to_usable_slaac_address_within_target(t):
     """A host forms an address from an autonomous prefix as soon as the RA
     arrives (RFC 4862 §5.5.3) and may use it once DAD has completed (§5.4):
     DupAddrDetectTransmits x RetransTimer after the probe."""
-    return run_gate(t, "ra_to_slaac")
+    return run_gate(t)
 
 
 @check(
@@ -208,7 +210,7 @@ def link_up_to_dhcpv6_lease_within_target(t):
     """A DHCPv6 client starts with a Solicit after a random delay of at most
     SOL_MAX_DELAY (1 s) and holds its address after the Reply (RFC 8415
     §18.2.1): a few seconds at most on a quiet link."""
-    return run_gate(t, "dhcpv6_lease")
+    return run_gate(t)
 
 
 @check(
@@ -224,7 +226,7 @@ def ns_to_na_latency_within_target(t):
     """A node answers a valid NS for its address with a solicited NA
     (RFC 4861 §7.2.4); late answers make neighbours retransmit after
     RetransTimer and stall every new flow."""
-    return run_gate(t, "ns_to_na")
+    return run_gate(t)
 
 
 @check(
@@ -239,7 +241,7 @@ def ipv6_iscsi_sequential_io_is_not_slower_than_ipv4(t):
     """Storage vendor's IPv6-only study: block storage at 64 KiB and 256 KiB
     blocks, sequential read and write, must move as many MB/s and IOPS over
     IPv6 as over IPv4, at no more CPU."""
-    return run_gate(t, "storage_iscsi_seq")
+    return run_gate(t)
 
 
 @check(
@@ -254,7 +256,7 @@ def ipv6_nfs_sequential_io_is_not_slower_than_ipv4(t):
     """Storage vendor's IPv6-only study: NFS at 64 KiB and 256 KiB blocks,
     sequential read and write, must move as many MB/s and IOPS over IPv6 as
     over IPv4, at no more CPU."""
-    return run_gate(t, "storage_nfs_seq")
+    return run_gate(t)
 
 
 @check(
@@ -272,7 +274,7 @@ def iscsi_offload_on_is_not_worse_than_off(t):
     block storage over IPv6 must move at least as many MB/s at no more CPU
     per MB as with them off; an offload path that is slow for IPv6's large
     segments shows here."""
-    return run_gate(t, "storage_iscsi_offload")
+    return run_gate(t)
 
 
 @check(
@@ -287,7 +289,7 @@ def iscsi_offload_on_is_not_worse_than_off(t):
 )
 def nfs_offload_on_is_not_worse_than_off(t):
     """Storage vendor's study, offload question, for file storage over IPv6."""
-    return run_gate(t, "storage_nfs_offload")
+    return run_gate(t)
 
 
 #: the lab fault under which each Happy Eyeballs part must FAIL (the same client, configured badly)
@@ -301,7 +303,7 @@ HE_FAULTS = {"healthy": "dut_prefers_ipv4_for_connections", "ipv6_blackhole": "d
     expect="median time from the DUT's first DNS query to a connected socket within CAD 250 ms + 150 ms when IPv6 "
            "is black-holed or its SYN-ACK is 1 s late, within Resolution Delay 50 ms + 150 ms when the AAAA "
            "answer is 1 s late; on a healthy path IPv6 wins",
-    parts=[Part(p.letter, p.title, profile=p.profile, variant=p.params["variant"], fault=HE_FAULTS[p.letter])
+    parts=[Part(p.letter, p.title, profile=p.profile, fault=HE_FAULTS[p.letter], **p.params)
            for p in _parts("happy_eyeballs")],
     **{**GATE, "capabilities": ["Happy-Eyeballs"], "dut_config": "he-dual-stack", "liveness": "echo",
        "scope": "host"},
@@ -314,4 +316,4 @@ def happy_eyeballs_connects_within_rfc8305_delays(t):
     IPv6 is tried first and preferred when it works (§4).  An application
     that waits for TCP's connect timeout before trying IPv4 is what an
     IPv6 rollout notices first."""
-    return run_gate(t, "happy_eyeballs")
+    return run_gate(t)

@@ -227,5 +227,16 @@ class Bench:
         return out
 
 
+def dut_facts(t) -> dict:
+    """What a gate measured on the tester's wire records of the DUT: its
+    addresses and the target's timing, and on the lab its kernel, MTU and
+    ``ethtool -k``."""
+    facts = {"dut": {"mac": t.dut.mac, "link_local": t.dut.link_local}, "timing": dict(t.timing)}
+    lab = getattr(t.session, "lab", None)
+    if lab is not None and not lab.external_dut:
+        facts["dut"].update(End("DUT", lab.dut_ns, lab.dut_ifname(), True).facts())
+    return facts
+
+
 def popen(end: End, argv: list[str]) -> subprocess.Popen:
     return subprocess.Popen(end.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

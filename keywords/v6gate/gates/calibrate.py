@@ -197,7 +197,7 @@ def _tune_cap(session, prof, shaped: float | None, want: float, log, pairs: int 
     from ..lab.faults import apply_fault, get_fault
     from ..util.proc import run
     from .bench import Bench
-    from .workloads import loadgen
+    from .workloads.loadgen import loadgen
 
     lab = session.lab
     lab.ensure_services({"perf-peer"})
@@ -244,7 +244,7 @@ def _current_v6_rate(session, prof, trials: int = 2) -> float:
 
     from ..lab.faults import apply_fault, get_fault
     from .bench import Bench
-    from .workloads import loadgen
+    from .workloads.loadgen import loadgen
 
     lab = session.lab
     lab.ensure_services({"perf-peer"})

@@ -21,61 +21,21 @@ from ..errors import UsageError
 from ..paths import FIXTURES
 from . import stats
 from .engine import Budget, DisturbancePolicy, Metric
+from .registry import comparison, workloads
 
 GATES_DIR = FIXTURES / "gates"
 PROFILES_FILE = GATES_DIR / "profiles.yaml"
 PAIRINGS_FILE = GATES_DIR / "pairings.yaml"
 
-#: workload -> (comparisons it supports, metrics it measures: name -> (unit, higher_is_better), params allowed)
-WORKLOADS: dict[str, dict] = {
-    "loadgen": {
-        "compare": {"family", "offload", "dstopts"},
-        "metrics": {"throughput": ("MB/s", True), "transactions": ("transactions/s", True),
-                    "cpu_per_unit": ("CPU ms per unit", False), "latency": ("us", False)},
-        "params": {"mode", "req", "resp", "pairs", "sockbuf", "dstopts", "interleave", "slice_s", "chunk"},
-    },
-    "iperf3": {
-        "compare": {"family", "offload"},
-        "metrics": {"throughput": ("MB/s", True), "cpu_per_unit": ("CPU ms per MB", False)},
-        "params": {"length", "window", "parallel", "udp", "reverse", "bitrate"},
-    },
-    "qperf": {
-        "compare": {"family"},
-        "metrics": {"throughput": ("MB/s", True), "latency": ("us", False)},
-        "params": {"test", "sizes"},
-    },
-    "ethtool_parity": {"compare": {"parity"}, "metrics": {}, "params": {"features"}},
-    "ra_to_slaac": {"compare": {"target"}, "metrics": {"time": ("s", False)}, "params": {"dad_transmits"}},
-    "dhcpv6_lease": {"compare": {"target"}, "metrics": {"time": ("s", False)}, "params": {"pool"}},
-    "ns_to_na": {"compare": {"target"}, "metrics": {"time": ("ms", False)}, "params": set()},
-    # RFC 8305: the DUT connects to a dual-stack name with one thing broken (gates/happy_eyeballs.py)
-    "happy_eyeballs": {"compare": {"target"}, "metrics": {"connect": ("ms", False), "ipv6_won": ("share", True)},
-                       "params": {"scenario", "delay_s", "give_up_s", "port"}},
-    # storage: sequential iSCSI READ(10)/WRITE(10) (net/iscsi.py) and NFSv3 READ/WRITE (net/nfs.py, libnfs)
-    # of bs-byte blocks
-    "iscsi_seq": {
-        "compare": {"family", "offload"},
-        "metrics": {"throughput": ("MB/s", True), "transactions": ("IOPS", True),
-                    "cpu_per_unit": ("CPU ms per MB", False)},
-        "params": {"bs", "rw", "interleave", "slice_s"},
-    },
-    "nfs_seq": {
-        "compare": {"family", "offload"},
-        "metrics": {"throughput": ("MB/s", True), "transactions": ("IOPS", True),
-                    "cpu_per_unit": ("CPU ms per MB", False)},
-        "params": {"bs", "rw", "interleave", "slice_s"},
-    },
-}
 def tcp_payload_ratio(mtu: int) -> float:
     """IPv6/IPv4 TCP payload per full-size segment at link MTU ``mtu``: 40 vs 20 bytes of IP header,
     20 of TCP header and 12 of timestamps (RFC 7323, on by default in the stacks measured)."""
     return (mtu - 40 - 20 - 12) / (mtu - 20 - 20 - 12)
 
 
-COMPARE_ARMS = {"family": ("v4", "v6"), "offload": ("off", "on"), "dstopts": ("without", "with")}
 FIELDS = {"title", "description", "workload", "compare", "params", "metrics", "margin", "confidence", "method",
           "trial_s", "warmup_s", "budget", "disturbance", "mtu", "target", "quantile", "profile", "family",
-          "pin", "variants", "report", "reference"}
+          "pin", "variants", "report", "reference", "areas"}
 BUDGET_FIELDS = {"min_pairs", "max_pairs", "max_seconds", "max_discarded", "look_every"}
 #: what a paired gate reports next to what it judges, when its profile names no ``report`` list: the rate
 #: and the cost of the same trials, so a reader sees both (issue 17)
@@ -105,6 +65,7 @@ class GateProfile:
     profile: str
     family: str | None = None
     pin: bool = False
+    areas: tuple[str, ...] = ()  # the conformance areas the gate goes with (pairings.yaml says why)
     raw: dict = field(default_factory=dict)
 
     @property
@@ -112,8 +73,8 @@ class GateProfile:
         return f"{self.gate}/{self.variant}"
 
     @property
-    def arms(self) -> tuple[str, str] | tuple[str]:
-        return COMPARE_ARMS.get(self.compare, ("dut",))
+    def arms(self) -> tuple[str, ...]:
+        return comparison(self.compare).arms
 
     def as_dict(self) -> dict:
         return {"gate": self.gate, "variant": self.variant, "workload": self.workload, "compare": self.compare,
@@ -144,6 +105,8 @@ def _merge(base: dict, over: dict) -> dict:
     for k, v in (over or {}).items():
         if k in ("params", "budget", "disturbance") and isinstance(v, dict):
             out[k] = {**out.get(k, {}), **v}
+        elif k == "areas" and isinstance(v, list) and isinstance(out.get(k), list):
+            out[k] = [*out[k], *(a for a in v if a not in out[k])]  # a variant pairs with more areas
         else:
             out[k] = copy.deepcopy(v)
     return out
@@ -154,30 +117,28 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
     unknown = set(spec) - FIELDS
     if unknown:
         raise _bad(path, where, f"unknown fields {sorted(unknown)}", f"use {sorted(FIELDS - {'variants'})}")
+    known = workloads()
     wl = spec.get("workload")
-    if wl not in WORKLOADS:
-        raise _bad(path, f"{where}.workload", f"{wl!r} is not a workload", f"use one of {sorted(WORKLOADS)}")
-    w = WORKLOADS[wl]
+    if wl not in known:
+        raise _bad(path, f"{where}.workload", f"{wl!r} is not a workload", f"use one of {sorted(known)}")
+    w = known[wl]
     compare = spec.get("compare")
-    if compare not in w["compare"]:
-        raise _bad(path, f"{where}.compare", f"{compare!r} does not fit workload {wl}", f"use one of {sorted(w['compare'])}")
+    if compare not in w.compare:
+        raise _bad(path, f"{where}.compare", f"{compare!r} does not fit workload {wl}", f"use one of {sorted(w.compare)}")
+    c = comparison(compare)
     params = dict(spec.get("params") or {})
-    bad_params = set(params) - w["params"]
+    bad_params = set(params) - w.params
     if bad_params:
         raise _bad(path, f"{where}.params", f"unknown {sorted(bad_params)} for workload {wl}",
-                   f"use {sorted(w['params']) or 'none'}")
+                   f"use {sorted(w.params) or 'none'}")
     if params.get("interleave", "trials") not in ("trials", "slices"):
         raise _bad(path, f"{where}.params.interleave", f"{params['interleave']!r}", "use trials or slices")
-    if params.get("interleave") == "slices" and wl in ("iscsi_seq", "nfs_seq"):
-        if compare != "family":
-            raise _bad(path, f"{where}.params.interleave", "slices alternate the two families' sessions in one "
-                       "client", "use interleave: trials for an offload comparison (offloads are per trial)")
-        _num(path, f"{where}.params.slice_s", params.get("slice_s", 0.1), 0.005, 10)
-    elif params.get("interleave") == "slices":
-        if params.get("mode") not in ("rr", "str") or compare not in ("family", "dstopts") or params.get("pairs", 1) != 1:
-            raise _bad(path, f"{where}.params.interleave", "slices alternate one rr or str connection per arm of a "
-                       "family or dstopts comparison", "use interleave: trials here, or mode rr/str with pairs 1")
-        _num(path, f"{where}.params.slice_s", params.get("slice_s", 0.05), 0.005, 10)
+    wrong = w.check_params(params, compare) if w.check_params else None
+    if wrong:
+        name, problem, fix = wrong
+        raise _bad(path, f"{where}.params.{name}", problem, fix)
+    if params.get("interleave") == "slices":
+        _num(path, f"{where}.params.slice_s", params.get("slice_s", w.slice_s), 0.005, 10)
     margin = _num(path, f"{where}.margin", spec.get("margin", 0.03), 0.001, 0.5)
     confidence = _num(path, f"{where}.confidence", spec.get("confidence", 0.95), 0.5, 0.999)
     method = spec.get("method", "wilcoxon")
@@ -185,34 +146,34 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
         raise _bad(path, f"{where}.method", f"{method!r} is not an interval method", f"use one of {stats.METHODS}")
     names = spec.get("metrics") or []
     if not isinstance(names, list):
-        raise _bad(path, f"{where}.metrics", "must be a list", f"write e.g. [{', '.join(w['metrics'])}]")
+        raise _bad(path, f"{where}.metrics", "must be a list", f"write e.g. [{', '.join(w.metrics)}]")
     metrics = []
     target = spec.get("target")
     quantile = _num(path, f"{where}.quantile", spec.get("quantile", 0.5), 0.05, 0.95)
     for n in names:
-        if n not in w["metrics"]:
+        if n not in w.metrics:
             raise _bad(path, f"{where}.metrics", f"{n!r} is not measured by workload {wl}",
-                       f"use some of {sorted(w['metrics'])}")
-        unit, higher = w["metrics"][n]
+                       f"use some of {sorted(w.metrics)}")
+        unit, higher = w.metrics[n]
         t = None
-        if compare == "target":
+        if c.needs_target:
             if target is None:
                 raise _bad(path, f"{where}.target", "a target comparison needs a target", f"write the target in {unit}")
             t = _num(path, f"{where}.target", target, 1e-6, 1e6)
         metrics.append(Metric(n, unit, higher, margin, t, quantile))
-    if compare != "parity" and not metrics:
-        raise _bad(path, f"{where}.metrics", "no metric is judged", f"list some of {sorted(w['metrics'])}")
+    if c.judges_metrics and not metrics:
+        raise _bad(path, f"{where}.metrics", "no metric is judged", f"list some of {sorted(w.metrics)}")
     report = spec.get("report")
     if report is None:
-        report = [n for n in RATE_AND_COST if n in w["metrics"] and n not in names] \
-            if compare in COMPARE_ARMS and "cpu_per_unit" in w["metrics"] else []
-    if not isinstance(report, list) or any(n not in w["metrics"] or n in names for n in report):
+        report = [n for n in RATE_AND_COST if n in w.metrics and n not in names] \
+            if c.paired and "cpu_per_unit" in w.metrics else []
+    if not isinstance(report, list) or any(n not in w.metrics or n in names for n in report):
         raise _bad(path, f"{where}.report", f"{report!r} is not a list of other metrics of workload {wl}",
-                   f"use some of {sorted(set(w['metrics']) - set(names))}")
-    if report and compare not in COMPARE_ARMS:
+                   f"use some of {sorted(set(w.metrics) - set(names))}")
+    if report and not c.paired:
         raise _bad(path, f"{where}.report", "only a paired gate reports extra metrics", "remove report:")
     for n in report:
-        unit, higher = w["metrics"][n]
+        unit, higher = w.metrics[n]
         metrics.append(Metric(n, unit, higher, margin, None, quantile, judged=False))
     b = dict(spec.get("budget") or {})
     if set(b) - BUDGET_FIELDS:
@@ -225,7 +186,7 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
     if budget.max_pairs < budget.min_pairs:
         raise _bad(path, f"{where}.budget", f"max_pairs {budget.max_pairs} < min_pairs {budget.min_pairs}",
                    "raise max_pairs")
-    if method == "wilcoxon" and compare != "parity" and stats._signed_rank_k(budget.max_pairs, 1 - confidence)[0] == 0:
+    if method == "wilcoxon" and c.judges_metrics and stats._signed_rank_k(budget.max_pairs, 1 - confidence)[0] == 0:
         raise _bad(path, f"{where}.budget.max_pairs", f"{budget.max_pairs} pairs can never reach {confidence:g} "
                    "with the Wilcoxon interval", "allow at least 6 pairs (95 %) or lower the confidence")
     d = dict(spec.get("disturbance") or {})
@@ -243,17 +204,21 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
     family = spec.get("family")
     if family not in (None, "v4", "v6"):
         raise _bad(path, f"{where}.family", f"{family!r}", "use v4 or v6 (or leave it out)")
-    if compare in ("offload",) and family is None:
-        raise _bad(path, f"{where}.family", "an offload comparison runs in one family", "write family: v4 or v6")
-    trial_s = _num(path, f"{where}.trial_s", spec.get("trial_s", 2.0), 0 if compare in ("target", "parity") else 0.05, 600)
+    if c.needs_family and family is None:
+        raise _bad(path, f"{where}.family", f"an {compare} comparison runs in one family", "write family: v4 or v6")
+    trial_s = _num(path, f"{where}.trial_s", spec.get("trial_s", 2.0), 0.05 if c.paired else 0, 600)
     if params.get("interleave") == "slices" and trial_s < 2 * float(params.get("slice_s", 0.05)):
         raise _bad(path, f"{where}.trial_s", f"{trial_s:g} s holds no AB slice pair of {params.get('slice_s', 0.05)} s",
                    "make trial_s at least twice slice_s")
+    areas = spec.get("areas") or []
+    if not isinstance(areas, list) or not all(isinstance(a, str) and a for a in areas):
+        raise _bad(path, f"{where}.areas", f"{areas!r} is not a list of area names",
+                   "write e.g. areas: [nd, slaac] (the conformance areas the gate goes with)")
     reference = spec.get("reference")
     if reference is not None:
         if reference != "header_overhead":
             raise _bad(path, f"{where}.reference", f"{reference!r}", "use header_overhead (or leave it out)")
-        if compare != "family":
+        if not c.arms_are_families:
             raise _bad(path, f"{where}.reference", "header_overhead is the IPv6/IPv4 payload per segment",
                        "use it on a family comparison only")
         r = tcp_payload_ratio(mtu)
@@ -265,7 +230,8 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
         workload=wl, compare=compare, params=params, metrics=metrics, confidence=confidence, method=method,
         trial_s=trial_s,
         warmup_s=_num(path, f"{where}.warmup_s", spec.get("warmup_s", 0.2), 0, 60), budget=budget,
-        disturbance=policy, mtu=mtu, profile=profile, family=family, pin=bool(spec.get("pin", False)), raw=spec)
+        disturbance=policy, mtu=mtu, profile=profile, family=family, pin=bool(spec.get("pin", False)),
+        areas=tuple(areas), raw=spec)
 
 
 def load_profiles(path: Path | str = PROFILES_FILE) -> dict[str, dict[str, GateProfile]]:
@@ -320,28 +286,60 @@ def profile_of(gate: str, variant: str | None) -> GateProfile:
 
 
 def load_pairings(path: Path | str = PAIRINGS_FILE) -> dict[str, dict]:
-    """conformance area -> {"gates": [check ids], "why": text}."""
+    """conformance area -> {"why": text, "status": present | planned}: why the gates that name the area
+    (``areas:`` in profiles.yaml) go with it."""
     path = Path(path)
     if not path.exists():
         raise UsageError(f"{path}: pairings not found; restore fixtures/gates/pairings.yaml")
     doc = yamlfile.load_data_file(path, "gate pairings file") or {}
     pairs = doc.get("pairings")
     if not isinstance(pairs, dict):
-        raise _bad(path, "(top level)", "needs a 'pairings' mapping", "write pairings: {area: {gates: [...], why: ...}}")
+        raise _bad(path, "(top level)", "needs a 'pairings' mapping", "write pairings: {area: {why: ...}}")
     out = {}
     for area, spec in pairs.items():
-        if not isinstance(spec, dict) or not isinstance(spec.get("gates"), list) or not spec["gates"]:
-            raise _bad(path, f"pairings.{area}", "needs a non-empty 'gates' list", "list gate check ids (perf.*)")
+        if not isinstance(spec, dict):
+            raise _bad(path, f"pairings.{area}", "must be a mapping", "write {why: ..., status: present}")
+        if "gates" in spec:
+            raise _bad(path, f"pairings.{area}.gates", "a gate names its areas itself",
+                       f"write areas: [{area}] in the gate's entry of {PROFILES_FILE.name} (docs/writing-gates.md)")
         if not spec.get("why"):
             raise _bad(path, f"pairings.{area}.why", "missing", "say in a line why these gates go with this area")
-        out[area] = {"gates": [str(g) for g in spec["gates"]], "why": str(spec["why"]),
-                     "status": str(spec.get("status", "present"))}
+        out[str(area)] = {"why": str(spec["why"]), "status": str(spec.get("status", "present"))}
     return out
 
 
-def check_pairings(pairings: dict[str, dict], gate_ids: set[str], path=PAIRINGS_FILE) -> None:
-    for area, spec in pairings.items():
-        for g in spec["gates"]:
-            gid = g.split("#", 1)[0]
-            if gid not in gate_ids:
-                raise _bad(path, f"pairings.{area}.gates", f"{g!r} is not a gate", f"use one of {sorted(gate_ids)}")
+def gate_checks() -> dict[tuple[str, str], tuple[str, str | None]]:
+    """(gate, variant) -> (check id, part letter) of the gate checks that run it (their parts' ``gate``
+    and ``variant`` parameters, checks/perf.py ``_parts``)."""
+    from ..core.check import load_all
+
+    out = {}
+    for c in load_all().values():
+        for p in c.parts:
+            if c.kind == "gate" and p.params.get("gate"):
+                out[(p.params["gate"], p.params.get("variant") or "-")] = (c.id, p.letter)
+    return out
+
+
+def pairings(path: Path | str = PAIRINGS_FILE, gate_profiles: dict | None = None) -> dict[str, dict]:
+    """conformance area -> {"gates": [check ids, or id#part where only some variants pair], "why", "status"}:
+    pairings.yaml's areas, each with the gates whose profile names it."""
+    areas = load_pairings(path)
+    runs = gate_checks()
+    gates: dict[str, list[str]] = {a: [] for a in areas}
+    for gate, variants in (gate_profiles if gate_profiles is not None else profiles()).items():
+        for area in dict.fromkeys(a for prof in variants.values() for a in prof.areas):
+            if area not in areas:
+                raise _bad(PROFILES_FILE, f"gates.{gate}.areas", f"{area!r} is not an area of {Path(path).name}",
+                           f"add it there with its why, or use one of {sorted(areas)}")
+            keys = [runs.get((gate, label)) for label, prof in variants.items() if area in prof.areas]
+            if None in keys:
+                raise _bad(PROFILES_FILE, f"gates.{gate}", "no gate check runs it",
+                           f"declare a gate check with parts=_parts(\"{gate}\") (checks/perf.py)")
+            whole = len(keys) == len(variants)
+            gates[area] += [keys[0][0]] if whole else [f"{cid}#{letter}" for cid, letter in keys]
+    for area, listed in gates.items():
+        if not listed:
+            raise _bad(path, f"pairings.{area}", "no gate names this area",
+                       f"add areas: [{area}] to a gate in {PROFILES_FILE.name}, or remove the area")
+    return {a: {"gates": gates[a], **spec} for a, spec in areas.items()}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..report import html as H
 from ..report import results as R
-from .profiles import load_pairings
+from .profiles import pairings
 
 W, HGT, PAD = 420, 150, 34
 COLORS = {"v4": "#1f77b4", "v6": "#d62728", "off": "#7f7f7f", "on": "#2ca02c", "without": "#7f7f7f",
@@ -244,7 +244,7 @@ def _ethtool_diff(facts: dict) -> str:
 def pairings_document(results) -> dict | None:
     """conformance area -> its gates and their verdicts in this run."""
     try:
-        pairs = load_pairings()
+        pairs = pairings()
     except Exception:
         return None
     verdicts = {}

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from .alternate import ArmFailed
 from .speaker import answer
 
+#: the initiator name v6gate logs in with (the storage checks and the iSCSI gates)
+INITIATOR = "iqn.2026-11.test.v6gate:initiator"
 BHS = 48
 OP_LOGIN_REQ, OP_TEXT_REQ, OP_LOGOUT_REQ = 0x03, 0x04, 0x06
 OP_LOGIN_RSP, OP_TEXT_RSP, OP_LOGOUT_RSP, OP_REJECT = 0x23, 0x24, 0x26, 0x3F

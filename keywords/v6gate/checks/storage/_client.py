@@ -40,7 +40,6 @@ from ..v6only import ipv4_summary
 
 #: USGv6-style capability label -> the ``protocol`` of a target file's service entry, default port
 PROTOCOLS = {"iSCSI": ("iscsi", 3260), "NFS": ("nfs", 2049), "SMB": ("smb", 445), "NVMe-TCP": ("nvme-tcp", 4420)}
-INITIATOR = "iqn.2026-11.test.v6gate:initiator"
 #: host directories smbclient writes besides /run/samba (lab-notes: /run/samba/gencache.tdb)
 SMB_CLIENT_DIRS = ("/var/lib/samba", "/var/cache/samba")
 LAB_CLIENT_SERVICES = {"storage-client", "hub"}

@@ -10,6 +10,7 @@ import secrets
 from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...errors import BenchError
+from ...net.iscsi import INITIATOR
 from . import _client as C
 
 #: bytes written and read back: many full-size segments at any MTU up to 9000
@@ -109,7 +110,7 @@ def _transfer(t, dut: str, svc: dict, port: int, cl, mtu: int | None):
             raise C.NotApplicable("the integrity check writes the first 4 MiB of a LUN: declare the iSCSI service's "
                                   "iqn, lun and writable: true in the target file")
         what = f"WRITE(10)/READ(10) to {svc['iqn']} LUN {svc.get('lun', 0)} at [{dut}]:{port}"
-        rc, out, err = cl.python("v6gate.net.iscsi", ["rw", dut, str(port), C.INITIATOR, svc["iqn"],
+        rc, out, err = cl.python("v6gate.net.iscsi", ["rw", dut, str(port), INITIATOR, svc["iqn"],
                                                       str(svc.get("lun", 0)), str(local_in), str(local_out)], limit)
         answer = out.strip().splitlines()[-1] if out.strip() else ""
         if rc is None or "error" in answer:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...core.check import Part, check
 from ...core.verdict import Deviation
-from ...net.iscsi import parse_target_address
+from ...net.iscsi import INITIATOR, parse_target_address
 from . import _client as C
 
 
@@ -52,7 +52,7 @@ def sendtargets_portals_are_ipv6(t):
     the link and carries no zone, and an unbracketed IPv6 literal cannot be
     told apart from the port: each breaks the initiator's next login."""
     dut, svc, port, cl = C.endpoint(t, "iSCSI")
-    answer, since = C.ask(t, cl, "v6gate.net.iscsi", ["sendtargets", dut, str(port), C.INITIATOR],
+    answer, since = C.ask(t, cl, "v6gate.net.iscsi", ["sendtargets", dut, str(port), INITIATOR],
                           "iSCSI discovery client")
     if "error" in answer:
         raise C.speaker_error(answer, f"discovery session on [{dut}]:{port} failed: {answer['error']}; "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...core.check import Part, check
 from ...core.verdict import Deviation
+from ...net.iscsi import INITIATOR
 from . import _client as C
 
 RFC = ("RFC 8200 §1 and OMB M-21-07 (IPv6-only operation: the service must work with no IPv4); "
@@ -56,7 +57,7 @@ def service_answers_over_ipv6_only(t):
     if t.p.proto == "iSCSI":
         what = f"iscsi-ls to iscsi://[{dut}]:{port}"
         rc, out, err, since = _session(t, what, port, lambda: cl.run(
-            ["iscsi-ls", "-i", C.INITIATOR, "-s", f"iscsi://[{dut}]:{port}"], limit))
+            ["iscsi-ls", "-i", INITIATOR, "-s", f"iscsi://[{dut}]:{port}"], limit))
         ok = rc == 0 and "Target:" in out
     elif t.p.proto == "NFS":
         path = svc.get("pseudo", "/") if t.p.version == "4" else svc.get("export")

@@ -31,10 +31,11 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 
-from ..core.context import NotApplicable
-from ..errors import BenchError
-from .engine import Measure
-from .profiles import GateProfile
+from ...core.context import NotApplicable
+from ...errors import BenchError
+from ..engine import Measure
+from ..profiles import GateProfile
+from ..registry import Workload, register_workload
 
 SCENARIOS = ("healthy", "ipv6_blackhole", "ipv6_slow", "aaaa_delayed")
 PORT = 8443
@@ -100,7 +101,7 @@ class HePeer:
 
 
 def _ipv4_of(t) -> str:
-    from ..checks.v6only import dut_ipv4
+    from ...checks.v6only import dut_ipv4
 
     v4 = dut_ipv4(t)
     if v4 is None:
@@ -111,7 +112,7 @@ def _ipv4_of(t) -> str:
 
 
 def happy_eyeballs(t, prof: GateProfile, i: int) -> Measure:
-    from ..checks import dns as D
+    from ...checks import dns as D
 
     p = prof.params
     scenario = p.get("scenario", "healthy")
@@ -164,3 +165,7 @@ def happy_eyeballs(t, prof: GateProfile, i: int) -> Measure:
 def _ms(when: float | None, since: float | None) -> float | None:
     return None if when is None or since is None else round((when - since) * 1000, 2)
 
+
+register_workload(Workload(
+    "happy_eyeballs", compare=frozenset({"target"}), metrics={"connect": ("ms", False), "ipv6_won": ("share", True)},
+    params=frozenset({"scenario", "delay_s", "give_up_s", "port"}), sample=happy_eyeballs))
