@@ -21,10 +21,10 @@ from v6gate.checks.nd.ns_processing import ns_outcome
 from v6gate.checks.redirect import redirect_nc_outcome
 from v6gate.lab.faults import load_faults
 from v6gate.lab.impostor_rules import _kernel as K
-from v6gate.net import nce
 from v6gate.net import packets as P
 from v6gate.net.nodes import EmulatedNode
 from v6gate.net.redirect import MIN_MTU, oversized_redirected, redirect
+from v6gate.scenario import nce
 
 
 # -- RFC 4861 §7.2.5 ---------------------------------------------------------------------------------

@@ -23,13 +23,13 @@ from scapy.layers.l2 import Ether
 from ..core.check import Part, check
 from ..core.context import NotApplicable
 from ..core.verdict import Deviation
-from ..net import nce
 from ..net import packets as P
 from ..net.firsthop import FirstHop
 from ..net.mutate import break_one
-from ..net.nce import Expect, Neighbour
 from ..net.nd import fresh_prefix, prefix_option
 from ..net.redirect import oversized_redirected, redirect, unrecognized_option, zero_length_option
+from ..scenario import nce
+from ..scenario.nce import Expect, Neighbour
 
 UNCONTROLLABLE_MULTICAST_DESTINATION = (
     "a Redirect for a multicast Destination changes nothing a host sends to the correspondent, so a stack that "

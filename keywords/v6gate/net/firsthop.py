@@ -19,8 +19,8 @@ from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NS, 
 from scapy.layers.l2 import Ether
 
 from ..core.verdict import Deviation
+from ..scenario.nce import advertised_retrans
 from . import packets as P
-from .nce import advertised_retrans
 from .nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
 from .nodes import EmulatedNode
 from .port import Frame

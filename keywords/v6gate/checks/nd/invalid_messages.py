@@ -4,10 +4,10 @@
 from scapy.layers.inet6 import ICMPv6ND_NA
 
 from ...core.check import Part, check
-from ...net import nce
 from ...net import packets as P
 from ...net.mutate import break_one
-from ...net.nce import Neighbour
+from ...scenario import nce
+from ...scenario.nce import Neighbour
 
 
 def _invalid_na(nb: Neighbour, how: str):

@@ -4,9 +4,9 @@
 from scapy.layers.inet6 import IPv6
 
 from ...core.check import Part, check
-from ...net import nce
 from ...net import packets as P
-from ...net.nce import Expect, Neighbour
+from ...scenario import nce
+from ...scenario.nce import Expect, Neighbour
 
 
 def na_outcome(state: str, s: int, o: int, tlla: str) -> tuple[str, str]:

@@ -5,11 +5,11 @@ from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, I
 
 from ...core.check import Part, check
 from ...core.verdict import Deviation
-from ...net import nce
 from ...net import packets as P
 from ...net.mutate import break_one
-from ...net.nce import Expect, Neighbour
 from ...net.nd import ND_HOP_LIMIT, neighbor_solicitation
+from ...scenario import nce
+from ...scenario.nce import Expect, Neighbour
 
 
 def _na_seen(t, frame, *, solicited: bool, dst: str) -> tuple[list[str], str]:

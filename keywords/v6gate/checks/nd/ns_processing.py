@@ -5,8 +5,8 @@ from scapy.layers.inet6 import ICMPv6ND_NA
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
-from ...net import nce
-from ...net.nce import Expect, Neighbour
+from ...scenario import nce
+from ...scenario.nce import Expect, Neighbour
 
 
 def ns_outcome(state: str, sll: str) -> tuple[str, str]:

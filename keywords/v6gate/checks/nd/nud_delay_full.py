@@ -3,8 +3,8 @@
 
 
 from ...core.check import check
-from ...net import nce
-from ...net.nce import Neighbour, NudTiming
+from ...scenario import nce
+from ...scenario.nce import Neighbour, NudTiming
 
 
 @check(

@@ -7,11 +7,11 @@ from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
 from ...core.verdict import Deviation
-from ...net import nce
 from ...net import packets as P
 from ...net.firsthop import FirstHop
-from ...net.nce import Neighbour, NudTiming
 from ...net.nd import ND_HOP_LIMIT
+from ...scenario import nce
+from ...scenario.nce import Neighbour, NudTiming
 
 
 @check(

@@ -5,10 +5,10 @@ from scapy.layers.inet6 import ICMPv6ND_NA
 
 from ...core.check import Part, check
 from ...core.verdict import Deviation
-from ...net import nce
 from ...net import packets as P
 from ...net.firsthop import FirstHop
-from ...net.nce import Neighbour
+from ...scenario import nce
+from ...scenario.nce import Neighbour
 
 
 @check(

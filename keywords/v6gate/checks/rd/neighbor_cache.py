@@ -15,9 +15,9 @@ from ...core.check import Part, check
 from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net import match as M
-from ...net import nce
 from ...net import packets as P
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
+from ...scenario import nce
 from .._observe import (
     dad_done,
     dad_probe_in,

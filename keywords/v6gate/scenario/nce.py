@@ -40,9 +40,9 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
 from ..core.verdict import Deviation
-from . import packets as P
-from .nd import ND_HOP_LIMIT, router_advertisement
-from .port import Frame
+from ..net import packets as P
+from ..net.nd import ND_HOP_LIMIT, router_advertisement
+from ..net.port import Frame
 
 # RFC 4861 §10 protocol constants
 MAX_MULTICAST_SOLICIT = 3
