@@ -27,7 +27,7 @@ from ..net import frag as F
 from ..net import icmperr
 from ..net import match as M
 from ..net import packets as P
-from ..net.offlink import advertise_prefix
+from ..scenario.offlink import advertise_prefix
 from ._common import (
     REASSEMBLY_TIMEOUT,
     deadline_margin,

@@ -24,7 +24,7 @@ from ..net import frag as F
 from ..net import icmperr
 from ..net import match as M
 from ..net import packets as P
-from ..net.offlink import become_router
+from ..scenario.offlink import become_router
 from ._common import (
     REASSEMBLY_TIMEOUT,
     deadline_margin,

@@ -20,9 +20,9 @@ from scapy.packet import Packet
 from ..core.ledger import ADDRESS_LEASE_S
 from ..core.verdict import NotJudged
 from ..errors import BenchError
-from . import packets as P
-from .nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
-from .nodes import EmulatedNode
+from ..net import packets as P
+from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
+from ..net.nodes import EmulatedNode
 
 #: RFC 4861 §6.2.1 AdvDefaultLifetime upper bound is 9000 s; 600 s outlives any check
 ROUTER_LIFETIME = 600
