@@ -24,11 +24,11 @@ from ..core.check import Part, check
 from ..core.context import NotApplicable
 from ..core.verdict import Deviation
 from ..net import packets as P
-from ..net.firsthop import FirstHop
 from ..net.mutate import break_one
 from ..net.nd import fresh_prefix, prefix_option
 from ..net.redirect import oversized_redirected, redirect, unrecognized_option, zero_length_option
 from ..scenario import nce
+from ..scenario.firsthop import FirstHop
 from ..scenario.nce import Expect, Neighbour
 
 UNCONTROLLABLE_MULTICAST_DESTINATION = (

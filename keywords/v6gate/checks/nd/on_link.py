@@ -3,7 +3,7 @@
 
 
 from ...core.check import Part, check
-from ...net.firsthop import FirstHop
+from ...scenario.firsthop import FirstHop
 
 
 def _direct(bench: FirstHop, answer, node, src: str) -> tuple[list[str], str]:

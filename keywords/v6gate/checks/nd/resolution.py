@@ -8,9 +8,9 @@ from scapy.layers.l2 import Ether
 from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...net import packets as P
-from ...net.firsthop import FirstHop
 from ...net.nd import ND_HOP_LIMIT
 from ...scenario import nce
+from ...scenario.firsthop import FirstHop
 from ...scenario.nce import Neighbour, NudTiming
 
 

@@ -6,8 +6,8 @@ from scapy.layers.inet6 import ICMPv6ND_NA
 from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...net import packets as P
-from ...net.firsthop import FirstHop
 from ...scenario import nce
+from ...scenario.firsthop import FirstHop
 from ...scenario.nce import Neighbour
 
 

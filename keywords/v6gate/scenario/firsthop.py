@@ -19,11 +19,11 @@ from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NS, 
 from scapy.layers.l2 import Ether
 
 from ..core.verdict import Deviation
-from ..scenario.nce import advertised_retrans
-from . import packets as P
-from .nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
-from .nodes import EmulatedNode
-from .port import Frame
+from ..net import packets as P
+from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
+from ..net.nodes import EmulatedNode
+from ..net.port import Frame
+from .nce import advertised_retrans
 
 DEFAULT_ROUTER_LIFETIME = 1800  # RFC 4861 §6.2.1 AdvDefaultLifetime default (3 x MaxRtrAdvInterval)
 
