@@ -24,7 +24,7 @@ from ..core.verdict import Deviation
 from ..net import match as M
 from ..net import packets as P
 from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
-from ._observe import dad_window
+from ..scenario.observe import dad_window
 
 
 def _iid(addr: str) -> int:

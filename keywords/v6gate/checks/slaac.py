@@ -21,7 +21,7 @@ from ..net.nd import (
     prefix_option,
     router_advertisement,
 )
-from ._observe import autoconfigure
+from ..scenario.observe import autoconfigure
 
 LINK_LOCAL = ipaddress.IPv6Network("fe80::/64")
 

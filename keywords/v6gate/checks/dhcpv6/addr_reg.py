@@ -17,7 +17,7 @@ from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
-from .._observe import dad_window
+from ...scenario.observe import dad_window
 
 #: RFC 8415 §15: the first retransmission comes IRT x (1 + RAND), RAND in [-0.1, 0.1]; and bench slack
 FIRST_RT = (D.ADDR_REG_IRT * 0.9, D.ADDR_REG_IRT * 1.1)

@@ -14,7 +14,7 @@ from ...core.check import check
 from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net.nd import fresh_prefix, pd_preferred, prefix_option, router_advertisement
-from .._observe import dad_window
+from ...scenario.observe import dad_window
 
 
 @check(

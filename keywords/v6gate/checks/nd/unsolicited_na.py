@@ -14,7 +14,7 @@ from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net import packets as P
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
-from .._observe import dad_probe_in
+from ...scenario.observe import dad_probe_in
 
 
 @check(

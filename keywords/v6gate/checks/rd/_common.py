@@ -9,7 +9,7 @@ from scapy.layers.inet6 import (
 )
 
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
-from .._observe import (
+from ...scenario.observe import (
     dad_probe_in,
     echo_hop_limit,
 )

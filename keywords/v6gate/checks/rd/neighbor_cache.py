@@ -18,7 +18,7 @@ from ...net import match as M
 from ...net import packets as P
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
 from ...scenario import nce
-from .._observe import (
+from ...scenario.observe import (
     dad_done,
     dad_probe_in,
     next_hop_for,

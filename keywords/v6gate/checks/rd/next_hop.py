@@ -14,7 +14,7 @@ from ...core.check import Part, check
 from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
-from .._observe import (
+from ...scenario.observe import (
     autoconfigure,
     dad_probe_in,
     next_hop_for,

@@ -17,7 +17,7 @@ from ...net.rd import (
     MIN_RANDOM_FACTOR,
     router_solicitation,
 )
-from .._observe import (
+from ...scenario.observe import (
     autoconfigure,
     echo_hop_limit,
     next_hop_for,

@@ -10,7 +10,7 @@ from ...net.nd import fresh_prefix, router_advertisement
 from ...net.rd import (
     route_information,
 )
-from .._observe import (
+from ...scenario.observe import (
     autoconfigure,
     next_hop_for,
     offlink_node,

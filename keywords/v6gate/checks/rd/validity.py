@@ -10,7 +10,7 @@ from ...net.rd import (
     fragmented,
     invalid_ra,
 )
-from .._observe import (
+from ...scenario.observe import (
     dad_window,
     echo_hop_limit,
 )

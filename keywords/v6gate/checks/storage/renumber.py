@@ -15,8 +15,8 @@ from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...net.nd import prefix_option, router_advertisement
+from ...scenario.observe import autoconfigure
 from ...util.proc import in_ns
-from .._observe import autoconfigure
 from . import _client as C
 from .integrity import first_difference, pattern
 
