@@ -28,7 +28,7 @@ from ..net import icmperr
 from ..net import match as M
 from ..net import packets as P
 from ..scenario.offlink import advertise_prefix
-from ._common import (
+from ..scenario.probes import (
     REASSEMBLY_TIMEOUT,
     deadline_margin,
     echo_request,

@@ -32,7 +32,7 @@ from ..net import frag as F
 from ..net import match as M
 from ..net.exthdr import IPV6_MIN_MTU
 from ..scenario.offlink import OffLinkPath, become_router
-from ._common import ECHO_HEADER, datagram, deadline_margin, echo_request
+from ..scenario.probes import ECHO_HEADER, datagram, deadline_margin, echo_request
 
 ETHERNET_MTU = 1500  # RFC 2464 §2; the default of a target file's link.mtu
 
