@@ -24,7 +24,7 @@ from ...scenario.observe import (
     next_hop_for,
     offlink_node,
 )
-from ._common import DELAY_FIRST_PROBE_TIME
+from ...scenario.rd import DELAY_FIRST_PROBE_TIME
 
 
 def _echo_from(t, node, seq: int, *, mac: str | None = None):

@@ -20,7 +20,7 @@ from ...scenario.observe import (
     next_hop_for,
     offlink_node,
 )
-from ._common import DELAY_FIRST_PROBE_TIME, MAX_UNICAST_SOLICIT
+from ...scenario.rd import DELAY_FIRST_PROBE_TIME, MAX_UNICAST_SOLICIT
 
 
 @check(

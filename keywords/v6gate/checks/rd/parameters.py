@@ -23,7 +23,7 @@ from ...scenario.observe import (
     next_hop_for,
     offlink_node,
 )
-from ._common import DELAY_FIRST_PROBE_TIME, _random_hop_limit
+from ...scenario.rd import DELAY_FIRST_PROBE_TIME, _random_hop_limit
 
 
 @check(

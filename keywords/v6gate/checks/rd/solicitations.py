@@ -29,7 +29,7 @@ from ...net.rd import (
     is_rs,
     router_solicitation,
 )
-from ._common import _INVALID_RA_PARTS, _ra_effects, _random_hop_limit, _valid_ra_takes_effect
+from ...scenario.rd import _INVALID_RA_PARTS, _ra_effects, _random_hop_limit, _valid_ra_takes_effect
 
 
 def _judge_rs(t, frame) -> list[str]:

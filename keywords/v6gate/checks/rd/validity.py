@@ -14,7 +14,7 @@ from ...scenario.observe import (
     dad_window,
     echo_hop_limit,
 )
-from ._common import _INVALID_RA_PARTS, _ra_effects, _random_hop_limit, _valid_ra_takes_effect
+from ...scenario.rd import _INVALID_RA_PARTS, _ra_effects, _random_hop_limit, _valid_ra_takes_effect
 
 
 @check(

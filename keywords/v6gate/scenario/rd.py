@@ -8,8 +8,8 @@ from scapy.layers.inet6 import (
     ICMPv6ND_NS,
 )
 
-from ...net.nd import fresh_prefix, prefix_option, router_advertisement
-from ...scenario.observe import (
+from ..net.nd import fresh_prefix, prefix_option, router_advertisement
+from .observe import (
     dad_probe_in,
     echo_hop_limit,
 )
