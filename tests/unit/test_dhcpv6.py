@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from v6gate.checks.dhcpv6 import _common as X
 from v6gate.errors import TargetFileError
 from v6gate.net import dhcpv6 as D
+from v6gate.scenario import dhcpv6 as X
 
 
 def _solicit(options: list[bytes]) -> bytes:

@@ -19,7 +19,7 @@ from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
-from . import _common as X
+from ...scenario import dhcpv6 as X
 
 CAPS = ["DHCPv6-Client"]
 IGNORES_DNS = "impostor_client_ignores_dns_options"

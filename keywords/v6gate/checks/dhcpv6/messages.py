@@ -16,7 +16,7 @@ from ...core.context import NotApplicable
 from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
-from . import _common as X
+from ...scenario import dhcpv6 as X
 
 CAPS = ["DHCPv6-Client"]
 MALFORMED = "impostor_client_sends_malformed_messages"

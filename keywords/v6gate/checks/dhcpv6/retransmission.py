@@ -25,7 +25,7 @@ import struct
 from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
-from . import _common as X
+from ...scenario import dhcpv6 as X
 
 CAPS = ["DHCPv6-Client"]
 

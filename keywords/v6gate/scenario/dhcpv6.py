@@ -27,13 +27,13 @@ from scapy.layers.inet6 import (
 )
 from scapy.layers.l2 import Ether
 
-from ...core.context import NotApplicable
-from ...core.verdict import Deviation
-from ...errors import BenchError, TargetFileError
-from ...net import dhcpv6 as D
-from ...net import match as M
-from ...net import packets as P
-from ...net.nd import prefix_option, router_advertisement
+from ..core.context import NotApplicable
+from ..core.verdict import Deviation
+from ..errors import BenchError, TargetFileError
+from ..net import dhcpv6 as D
+from ..net import match as M
+from ..net import packets as P
+from ..net.nd import prefix_option, router_advertisement
 
 STATEFUL, STATELESS = "stateful", "stateless"
 NEEDS = ["exclusive_router", "reset"]
@@ -137,7 +137,7 @@ class Bench:
         self.started_at: float | None = None
         lab = getattr(t.session, "lab", None)
         if lab is not None and not lab.external_dut:
-            from ...lab.impostor_rules.dhcpv6 import notify
+            from ..lab.impostor_rules.dhcpv6 import notify
 
             notify(t.dut.mac, "fresh")  # a simulated client (lab faults) starts the check without a lease
         self._ra_on = False
@@ -283,7 +283,7 @@ class Bench:
             if client is None:
                 raise BenchError("the lab DUT runs no DHCPv6 client (check dut_config)")
             t.note("the lab DUT's client is told to release its lease (graceful stop)")
-            from ...lab.impostor_rules.dhcpv6 import notify
+            from ..lab.impostor_rules.dhcpv6 import notify
 
             notify(t.dut.mac, "release")
             client.release()
