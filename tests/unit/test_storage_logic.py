@@ -3,10 +3,10 @@
 
 import pytest
 
-from v6gate.checks.storage._client import classify
 from v6gate.checks.storage.iscsi import judge_target_addresses
 from v6gate.checks.storage.nfs import judge_registrations, parse_rpcinfo, uaddr_problem
 from v6gate.net import iscsi
+from v6gate.scenario.storage import classify
 
 
 @pytest.mark.parametrize("text,host,port,tpgt,bracketed", [
@@ -140,8 +140,8 @@ def test_truncating_rewrite_keeps_length_and_fixes_the_tcp_checksum():
 
 
 def test_a_missing_client_namespace_is_the_bench_s_error_not_a_fail(tmp_path):
-    from v6gate.checks.storage._client import Client
     from v6gate.errors import BenchError
+    from v6gate.scenario.storage import Client
 
     with pytest.raises(BenchError, match="storage client's namespace 'v6gate-no-such-ns' does not exist"):
         Client("v6gate-no-such-ns", "2001:db8:1::c", tmp_path).run(["true"], 5)

@@ -11,7 +11,7 @@ from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...net.iscsi import INITIATOR
-from . import _client as C
+from ...scenario import storage as C
 
 #: bytes written and read back: many full-size segments at any MTU up to 9000
 PATTERN_BYTES = 4 << 20

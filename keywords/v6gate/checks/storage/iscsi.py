@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...net.iscsi import INITIATOR, parse_target_address
-from . import _client as C
+from ...scenario import storage as C
 
 
 def judge_target_addresses(pairs: list[list[str]] | list[tuple[str, str]], link_is_global: bool = True

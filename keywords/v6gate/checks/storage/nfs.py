@@ -9,7 +9,7 @@ import re
 
 from ...core.check import Part, check
 from ...core.verdict import Deviation
-from . import _client as C
+from ...scenario import storage as C
 
 NFS_PROG, MOUNT_PROG = 100003, 100005
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)")

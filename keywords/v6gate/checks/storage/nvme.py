@@ -22,7 +22,7 @@ from scapy.layers.l2 import Ether
 from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...errors import BenchError
-from . import _client as C
+from ...scenario import storage as C
 from .integrity import PATTERN_BYTES, _dut_mss, _largest, _largest_frame, first_difference, pattern
 
 IP_TRANSPORTS = ("tcp", "rdma")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...net.iscsi import INITIATOR
-from . import _client as C
+from ...scenario import storage as C
 
 RFC = ("RFC 8200 §1 and OMB M-21-07 (IPv6-only operation: the service must work with no IPv4); "
        "RFC 7143 §4.2 / RFC 7530 §2.2 / RFC 1813 §2 / MS-SMB2 §2.1 (transport over TCP on any IP version)")

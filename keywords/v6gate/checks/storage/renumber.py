@@ -15,9 +15,9 @@ from ...core.check import Part, check
 from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...net.nd import prefix_option, router_advertisement
+from ...scenario import storage as C
 from ...scenario.observe import autoconfigure
 from ...util.proc import in_ns
-from . import _client as C
 from .integrity import first_difference, pattern
 
 PATTERN_BYTES = 1 << 20

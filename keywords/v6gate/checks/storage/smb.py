@@ -9,7 +9,7 @@ from ...core.check import check
 from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...net.smb import AF_INET6_SMB, parse_interfaces
-from . import _client as C
+from ...scenario import storage as C
 
 
 @check(
