@@ -37,6 +37,7 @@ from ..net import match as M
 from ..net import packets as P
 from ..net import v6only as V
 from ..net.nd import fresh_prefix, prefix_option, router_advertisement
+from ..scenario.v6only import ipv4_summary
 
 #: ports the tester's peers listen on (any free port works; these read well in a pcap)
 PEER_PORT = 443
@@ -182,17 +183,6 @@ def advertise(t, *, rdnss=(), pref64=None, other_config=False, router_lifetime=0
 
 def dns_server(t, name: str = "DNS") -> V.DnsServer:
     return V.DnsServer(t.node(name))
-
-
-def ipv4_summary(t, since: float) -> tuple[dict, list, dict]:
-    """(IPv4 the DUT depends on: counts, first frames; DHCPv4 RFC 8925 allows: counts)."""
-    frames = t.collect(M.anything(), 0, since=since)
-    bad, firsts = V.summarize_ipv4(frames, since)
-    every, _ = V.summarize_ipv4(frames, since, allowed=True)
-    allowed = {k: n for k, n in every.items() if V.allowed_on_ipv6_only_link(k)}
-    if bad or allowed:
-        t.measure("ipv4_frames", {**every})
-    return bad, firsts, allowed
 
 
 def _counts(counts: dict) -> str:

@@ -17,4 +17,5 @@ step never builds a check's verdict for it.
 * ``rd``: router discovery steps (autoconfiguration through a router, its use)
 * ``dhcpv6``: the tester's DHCPv6 server and driving the DUT's client to each message
 * ``storage``: the storage clients on the link and the service sessions they hold
+* ``v6only``: the IPv4 a DUT sent in a window (IPv6-only checks, storage)
 """

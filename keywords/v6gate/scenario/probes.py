@@ -2,7 +2,6 @@
 an Echo Request as the carrier of a probe, and the three outcomes a probe
 can have (an Echo Reply, a specific ICMPv6 error, or silence).
 
-Not a check module (the leading underscore keeps it out of the registry).
 """
 
 from __future__ import annotations

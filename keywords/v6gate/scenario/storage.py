@@ -28,7 +28,6 @@ from scapy.layers.inet import TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from ..checks.v6only import ipv4_summary
 from ..core.context import NotApplicable
 from ..core.verdict import Deviation
 from ..errors import BenchError
@@ -37,6 +36,7 @@ from ..net import match as M
 from ..net import v6only as V
 from ..paths import ROOT
 from ..util.proc import in_ns, need
+from .v6only import ipv4_summary
 
 #: USGv6-style capability label -> the ``protocol`` of a target file's service entry, default port
 PROTOCOLS = {"iSCSI": ("iscsi", 3260), "NFS": ("nfs", 2049), "SMB": ("smb", 445), "NVMe-TCP": ("nvme-tcp", 4420)}

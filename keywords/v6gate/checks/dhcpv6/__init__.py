@@ -1,4 +1,4 @@
 """DHCPv6 client checks (RFC 8415, RFC 3646), one module per section:
 ``messages`` (what the client sends), ``retransmission`` (its timers),
 ``reception`` (how it handles what it receives), ``dns`` (DNS options);
-``_common`` holds the drive-and-observe helpers they share."""
+``scenario/dhcpv6.py`` holds the drive-and-observe steps they share."""

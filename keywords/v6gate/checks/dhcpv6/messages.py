@@ -3,7 +3,7 @@ constants, message format, identifiers (DUID, IAID), IA_NA / IA Address,
 Elapsed Time, Option Request — IPv6 Ready DHCP_CONF.1.1.x, the format parts
 of 1.2.x, 4.1.1-4.1.8 and 10, 7.1.2-7.1.4 and 9.
 
-Each check drives the DUT (``_common.observe``) until it sends the message
+Each check drives the DUT (``scenario.dhcpv6.observe``) until it sends the message
 in question, with the tester as the link's only router (RA with M/O) and
 as the server, then judges the message against RFC 8415 §18.2.x, §21 and
 Appendix B (and RFC 3646 §5 for the DNS options).

@@ -6,7 +6,7 @@ on the wire), ``iscsi`` (SendTargets portals), ``nfs`` (rpcbind/mountd
 registrations, NFSv4 referral fs_locations), ``nvme`` (NVMe/TCP discovery,
 its log's entries, data integrity), ``integrity`` (data written and read
 back over IPv6), ``smb`` (the interface list), ``renumber`` (a session
-across address deprecation).  Shared helpers are in ``_client``.  The lab
+across address deprecation).  The steps they share are in ``scenario/storage.py``.  The lab
 DUT serves them under its ``storage`` configuration (tgt, nfs-ganesha,
 samba); the lab's kernel target VM (Linux nvmet-tcp and knfsd) under
 ``storage-vm`` (fixtures/lab/topology.yaml).
