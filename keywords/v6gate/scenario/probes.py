@@ -1,8 +1,6 @@
 """Probe-and-judge steps shared by the IPv6 header, ICMPv6 and PMTU checks:
 an Echo Request as the carrier of a probe, and the three outcomes a probe
-can have (an Echo Reply, a specific ICMPv6 error, or silence).
-
-"""
+can have (an Echo Reply, a specific ICMPv6 error, or silence)."""
 
 from __future__ import annotations
 
