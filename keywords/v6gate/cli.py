@@ -50,7 +50,7 @@ def _default_workers() -> int:
 
 # -- run ---------------------------------------------------------------------------
 def cmd_run(args) -> int:
-    from .pytest_plugin import new_run_id
+    from .paths import new_run_id
     from .target import load_target
 
     target_arg = "lab"
@@ -104,7 +104,7 @@ def cmd_run(args) -> int:
 def _run_locked(args, target_arg: str, run_id: str, held) -> int:
     from .core.check import all_items
     from .lab import registry
-    from .pytest_plugin import new_run_dir
+    from .paths import new_run_dir
     from .report.writer import finalize_run
 
     registry.cleanup(stale_only=True)  # leftovers of a crashed earlier run (owner process gone)

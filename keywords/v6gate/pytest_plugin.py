@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import secrets
 import time
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import pytest
 from .core.check import all_items, load_all
 from .core.session import RunRecorder, Session, install_signal_handlers
 from .errors import UsageError
-from .paths import REPORTS, ROOT
+from .paths import ROOT, new_run_dir, new_run_id
 
 
 class V6GateBenchError(Exception):
@@ -55,17 +54,6 @@ def pytest_addoption(parser):
     g.addoption("--v6gate-resume", default=None, metavar="FILE",
                 help="leave out the parts listed in FILE, one key a line (continue an interrupted run: the parts "
                      "it recorded)")
-
-
-def new_run_id() -> str:
-    return secrets.token_hex(3)
-
-
-def new_run_dir(run_id: str) -> Path:
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    d = REPORTS / "runs" / f"{stamp}-{run_id}"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 def pytest_configure(config):

@@ -412,7 +412,7 @@ def what_would_meet(aa: list[float], hc: list[float], margin: float, confidence:
 def calibrate(*, runs: int, factor: float, variant: str | None, regime: str, out_dir: Path | None,
               log=print, gate: str = "str") -> tuple[dict, Path]:
     from ..core.session import Session
-    from ..pytest_plugin import new_run_dir, new_run_id
+    from ..paths import new_run_dir, new_run_id
 
     os.environ.setdefault("V6GATE_RUN_ID", new_run_id())
     check_id, gate_name, mechanism, default_variant = GATES[gate]
