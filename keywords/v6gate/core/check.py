@@ -178,19 +178,22 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
 
 
 _loaded = False
+#: where ``load_all`` finds the check modules, by name: they import the framework (core), which does not
+#: import them (the layers run checks -> scenario -> core -> net; a plugin package is found, not imported)
+CHECK_PACKAGES = ("v6gate.checks",)
 
 
 def load_all() -> dict[str, Check]:
     """Import every check module (v6gate.checks.*) once and return the registry."""
     global _loaded
     if not _loaded:
-        from .. import checks as pkg
-
-        # one module per area, or a package per area with a module per section (checks/nd/...);
-        # modules and packages whose name starts with "_" hold shared helpers, not checks
-        for mod in sorted(pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg.__name__}."), key=lambda m: m.name):
-            if not any(part.startswith("_") for part in mod.name.split(".")[2:]):
-                importlib.import_module(mod.name)
+        for name in CHECK_PACKAGES:
+            pkg = importlib.import_module(name)
+            # one module per area, or a package per area with a module per section (checks/nd/...);
+            # modules and packages whose name starts with "_" hold shared helpers, not checks
+            for mod in sorted(pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg.__name__}."), key=lambda m: m.name):
+                if not any(part.startswith("_") for part in mod.name.split(".")[2:]):
+                    importlib.import_module(mod.name)
         _loaded = True
     return REGISTRY
 
