@@ -4,7 +4,7 @@
 import pytest
 
 from v6gate.errors import LabError
-from v6gate.lab.hostpaths import PrivatePaths
+from v6gate.util.hostpaths import PrivatePaths
 
 
 def test_binds_come_before_the_tmpfs_that_would_hide_their_sources(tmp_path):

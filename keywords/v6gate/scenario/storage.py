@@ -31,10 +31,10 @@ from scapy.layers.l2 import Ether
 from ..core.context import NotApplicable
 from ..core.verdict import Deviation
 from ..errors import BenchError
-from ..lab.hostpaths import PrivatePaths
 from ..net import match as M
 from ..net import v6only as V
 from ..paths import ROOT
+from ..util.hostpaths import PrivatePaths
 from ..util.proc import in_ns, need
 from .v6only import ipv4_summary
 

@@ -46,9 +46,9 @@ import time
 from pathlib import Path
 
 from ...errors import LabError
+from ...util.hostpaths import PrivatePaths
 from ...util.proc import run
 from ..daemon import Daemon
-from ..hostpaths import PrivatePaths
 from . import Service, service
 
 DUID_HINTS = {"llt": "lt", "ll": "ll", "uuid": "uuid"}

@@ -31,9 +31,9 @@ import time
 
 from ...errors import LabError
 from ...paths import ROOT
+from ...util.hostpaths import PrivatePaths
 from ...util.proc import run
 from ..daemon import Daemon
-from ..hostpaths import PrivatePaths
 from . import Service, service
 from .farpath import FarPath
 from .perf import PerfPeer

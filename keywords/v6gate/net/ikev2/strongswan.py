@@ -228,7 +228,7 @@ class Charon:
         (self.workdir / "strongswan.conf").write_text(self.settings.conf())
         with contextlib.suppress(FileNotFoundError):
             (self.workdir / "charon.vici").unlink()
-        from ...lab.hostpaths import PrivatePaths
+        from ...util.hostpaths import PrivatePaths
 
         private = PrivatePaths(self.workdir / "private").tmpfs("/run").keep(self.workdir)
         argv = private.wrap([CHARON])

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LabError
-from ..util.proc import need
+from .proc import need
 
 
 def _nearest_existing(path: Path) -> Path:
