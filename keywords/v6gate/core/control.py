@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import re
 import subprocess
 from collections.abc import Sequence
@@ -90,6 +91,21 @@ class Control:
         returns its output.  Raises BenchError when it fails."""
         raise NotSupported("commands cannot be run on the DUT: control adapter 'none' (set control.adapter: ssh "
                            "in the target file)")
+
+    def address_states(self) -> dict[str, str]:
+        """The DUT's IPv6 addresses and their state: address -> "preferred"
+        or "deprecated" (RFC 4862 §5.5.4)."""
+        raise NotSupported("the state of the DUT's addresses (preferred or deprecated) cannot be read through "
+                           f"control adapter {self.name!r}")
+
+    def dhcpv6_check_begins(self) -> None:
+        """A DHCPv6 check begins: where the harness simulates the DUT's client
+        (the lab's faults), it starts without a lease; nothing elsewhere."""
+
+    def release_dhcpv6_lease(self) -> str:
+        """Make the DUT's DHCPv6 client release its lease; returns what was
+        done, for the check's timeline."""
+        raise NotSupported(f"control adapter {self.name!r} cannot make the DUT's DHCPv6 client release its lease")
 
     def close(self) -> None:
         pass
@@ -232,6 +248,25 @@ class NetnsControl(Control):
     def close(self) -> None:
         for group in list(self._listeners):
             self.unlisten(group)
+
+    def address_states(self) -> dict[str, str]:
+        cp = run(["ip", "-j", "-6", "addr", "show", "dev", self.interface], ns=self.ns, what="read DUT addresses")
+        data = json.loads(cp.stdout or "[]")
+        out = {}
+        for a in (data[0].get("addr_info", []) if data else []):
+            deprecated = bool(a.get("deprecated")) or a.get("preferred_life_time") == 0
+            out.setdefault(a.get("local"), "deprecated" if deprecated else "preferred")
+        return out
+
+    def dhcpv6_check_begins(self) -> None:
+        if self.lab is not None:
+            self.lab.dhcpv6_event("fresh")  # a simulated client (lab faults) starts the check without a lease
+
+    def release_dhcpv6_lease(self) -> str:
+        if self.lab is None:
+            return super().release_dhcpv6_lease()
+        self.lab.release_dhcpv6_lease()
+        return "the lab DUT's client is told to release its lease (graceful stop)"
 
     def sh(self, command: str) -> subprocess.CompletedProcess:
         """Run a shell command in the DUT namespace (lab faults only)."""

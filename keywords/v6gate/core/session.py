@@ -359,6 +359,39 @@ class Session:
         stand_in = self.lab.stand_in if self.lab else None
         return stand_in.view(self) if stand_in is not None else (self.target, self.control, self.dut)
 
+    # -- what the bench has besides the tester port (the embedded lab's; NotSupported elsewhere) --------
+    def _managed_lab(self, what: str):
+        if self.lab is None or self.lab.external_dut:
+            raise NotSupported(f"{what}: only the embedded lab has it (a target file names its own)")
+        return self.lab
+
+    def client_node(self, service: str, also: frozenset[str] = frozenset()) -> tuple[str, str | None, Path]:
+        """A node on the DUT's link running ``service`` (and the lab's services
+        ``also``), for clients a check runs there: (its network namespace, its
+        address, a work directory)."""
+        lab = self._managed_lab(f"a {service} node on the link")
+        lab.ensure_services(set(lab.wanted) | set(also) | {service})
+        svc = lab.service(service)
+        if svc is None or not svc.running():
+            raise BenchError(f"the lab topology has no {service} service (fixtures/lab/topology.yaml)")
+        return lab.ns(svc.node), svc.address, lab.workdir
+
+    def service_setting(self, service: str, name: str):
+        """A setting of a service the bench runs for the DUT (e.g. nfs-ganesha's
+        ``export_path``), or None."""
+        svc = self.lab.service(service) if self.lab else None
+        return getattr(svc, name, None) if svc is not None else None
+
+    def link_mtu(self, mtu: int):
+        """A context in which the DUT's link (switch, DUT, clients, tester) is at ``mtu``."""
+        return self._managed_lab(f"changing the link MTU to {mtu}").link_mtu(mtu)
+
+    @property
+    def captures_the_link(self) -> bool:
+        """The tester's capture sees frames between other nodes and the DUT
+        (the lab's switch floods: a session of a client node is on it)."""
+        return self.lab is not None
+
     def restart_dut(self) -> float:
         """Reboot the DUT in the middle of a check, so that its start-up is on
         the wire (the lab keeps the check's fault in force, and the DUT keeps

@@ -328,6 +328,24 @@ class Lab:
     def dut_ifname(self) -> str:
         return next(iter(self.dut_node.ifaces.values())).ifname
 
+    def dhcpv6_event(self, event: str) -> None:
+        """Tell the simulated DHCPv6 client standing in for the DUT (a lab
+        fault's impostor) about a DUT action: "fresh" (a new check: the DUT
+        starts without a lease), "release" (it gives its lease back)."""
+        from .impostor_rules.dhcpv6 import notify
+
+        notify(next(iter(self.dut_node.ifaces.values())).mac, event)
+
+    def release_dhcpv6_lease(self) -> None:
+        """Make the DUT's DHCPv6 client give its lease back (a graceful stop),
+        and the simulated client of a fault likewise."""
+        client = next((s for svcs in self.services.values() for s in svcs if getattr(s, "dhcp6_client", False)),
+                      None)
+        if client is None:
+            raise BenchError("the lab DUT runs no DHCPv6 client (check dut_config)")
+        self.dhcpv6_event("release")
+        client.release()
+
     def dut_addresses(self) -> list[dict]:
         cp = run(["ip", "-j", "-6", "addr", "show", "dev", self.dut_ifname()], ns=self.dut_ns, what="read DUT addresses")
         data = json.loads(cp.stdout or "[]")

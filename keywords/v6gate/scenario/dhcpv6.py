@@ -28,6 +28,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 
 from ..core.context import NotApplicable
+from ..core.control import NotSupported
 from ..core.verdict import Deviation
 from ..errors import BenchError, TargetFileError
 from ..net import dhcpv6 as D
@@ -135,11 +136,7 @@ class Bench:
         self.server = D.TesterServer(t.port, self.server_node, t.dut.mac, lease, preference=preference)
         self.defended: set[str] = set()
         self.started_at: float | None = None
-        lab = getattr(t.session, "lab", None)
-        if lab is not None and not lab.external_dut:
-            from ..lab.impostor_rules.dhcpv6 import notify
-
-            notify(t.dut.mac, "fresh")  # a simulated client (lab faults) starts the check without a lease
+        t.control.dhcpv6_check_begins()  # a simulated client (the lab's faults) starts without a lease
         self._ra_on = False
         if start:
             self.start()
@@ -277,17 +274,11 @@ class Bench:
         """Make the DUT give its lease back (RFC 8415 §18.2.7)."""
         since = self.t.port.now()
         t = self.t
-        lab = getattr(t.session, "lab", None)
-        if lab is not None and not lab.external_dut:
-            client = lab_client(lab)
-            if client is None:
-                raise BenchError("the lab DUT runs no DHCPv6 client (check dut_config)")
-            t.note("the lab DUT's client is told to release its lease (graceful stop)")
-            from ..lab.impostor_rules.dhcpv6 import notify
-
-            notify(t.dut.mac, "release")
-            client.release()
+        try:
+            t.note(t.control.release_dhcpv6_lease())
             return since
+        except NotSupported:
+            pass  # the target file's command, if it names one
         cmd = self.s.commands.get("release")
         if not cmd:
             raise NotApplicable("the DUT cannot be told to release its lease: set extensions.dhcpv6.commands.release "
@@ -299,14 +290,6 @@ class Bench:
 
 class BindFailed(BenchError):
     """The DUT did not complete the exchange the check needs first."""
-
-
-def lab_client(lab):
-    for svcs in lab.services.values():
-        for s in svcs:
-            if getattr(s, "dhcp6_client", False):
-                return s
-    return None
 
 
 def bound(bench: Bench) -> Binding:

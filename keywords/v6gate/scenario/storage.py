@@ -29,6 +29,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from ..core.context import NotApplicable
+from ..core.control import NotSupported
 from ..core.verdict import Deviation
 from ..errors import BenchError
 from ..net import match as M
@@ -113,14 +114,11 @@ def client(t, far: bool = False) -> Client:
     """The node the clients run on (see the module docstring); ``far``: the
     one behind a lower-MTU path (lab: storage-far-client; a real bench:
     extensions.storage.low_mtu_path.client)."""
-    lab = getattr(t.session, "lab", None)
     kind = "storage-far-client" if far else "storage-client"
-    if lab is not None and not lab.external_dut:
-        lab.ensure_services(set(lab.wanted) | LAB_CLIENT_SERVICES | {kind})
-        svc = lab.service(kind)
-        if svc is None or not svc.running():
-            raise BenchError(f"the lab topology has no {kind} service (fixtures/lab/topology.yaml)")
-        return Client(lab.ns(svc.node), svc.address, lab.workdir)
+    try:
+        return Client(*t.session.client_node(kind, also=LAB_CLIENT_SERVICES))
+    except NotSupported:
+        pass  # the target file names the client nodes
     if far:
         ext = (settings(t.target).get("low_mtu_path") or {}).get("client")
         if not isinstance(ext, dict):
@@ -178,11 +176,10 @@ def dut_address(t) -> str:
 
 def lab_export(t) -> str:
     """The lab's NFS export path (the NFSv3 MOUNT path), when the target file gives none."""
-    lab = getattr(t.session, "lab", None)
-    svc = lab.service("nfs-ganesha") if lab else None
-    if svc is None or not getattr(svc, "export_path", None):
+    export = t.session.service_setting("nfs-ganesha", "export_path")
+    if not export:
         raise NotApplicable("the target's NFS service declares no export (services[].export) for NFSv3")
-    return svc.export_path
+    return export
 
 
 def url_host(addr: str) -> str:

@@ -8,6 +8,7 @@ import hashlib
 import secrets
 
 from ...core.check import Part, check
+from ...core.control import NotSupported
 from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...net.iscsi import INITIATOR
@@ -76,14 +77,15 @@ def data_reads_back_intact_at_link_mtu(t):
     if svc.get("writable") is False:
         raise C.NotApplicable(f"the target file says its {t.p.proto} service is not writable")
     jumbo = getattr(t.p, "jumbo", None)
-    lab = getattr(t.session, "lab", None)
     if not jumbo or (t.target.link_mtu or 0) >= jumbo:
         return _transfer(t, dut, svc, port, cl, int(t.target.link_mtu) if t.target.link_mtu else None)
-    if lab is None or lab.external_dut:
+    try:
+        jumbo_link = t.session.link_mtu(jumbo)
+    except NotSupported:
         raise C.NotApplicable(f"jumbo frames: the target's link MTU is {t.target.link_mtu}; set link.mtu: {jumbo} in "
                               f"the target file when the DUT, its switch and the storage client carry {jumbo}-byte "
-                              "frames (the harness changes MTUs only on the lab)")
-    with lab.link_mtu(jumbo):
+                              "frames (the harness changes MTUs only on the lab)") from None
+    with jumbo_link:
         t.note(f"the lab's link (switch, DUT, client, tester) is at MTU {jumbo} for this part")
         return _transfer(t, dut, svc, port, cl, jumbo)
 

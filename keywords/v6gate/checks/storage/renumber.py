@@ -12,6 +12,7 @@ import time
 from scapy.layers.inet6 import IPv6
 
 from ...core.check import Part, check
+from ...core.control import NotSupported
 from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...net.nd import prefix_option, router_advertisement
@@ -43,16 +44,12 @@ def _connections(t, since: float, dut: str, port: int) -> set[int]:
 
 
 def _address_state(t, dut: str) -> str | None:
-    """"deprecated", "preferred" or "missing" where the harness can read the
-    DUT's addresses (the lab); None elsewhere."""
-    lab = getattr(t.session, "lab", None)
-    if lab is None or lab.external_dut:
+    """"deprecated", "preferred" or "missing" where the control adapter can
+    read the state of the DUT's addresses; None elsewhere."""
+    try:
+        return t.control.address_states().get(dut, "missing")
+    except NotSupported:
         return None
-    for a in lab.dut_addresses():
-        if a.get("local") == dut:
-            deprecated = bool(a.get("deprecated")) or a.get("preferred_life_time") == 0
-            return "deprecated" if deprecated else "preferred"
-    return "missing"
 
 
 @check(
