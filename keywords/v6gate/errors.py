@@ -44,3 +44,7 @@ class MissingTool(BenchError):
 
 class LabError(BenchError):
     pass
+
+
+class NotApplicable(Exception):
+    """The check does not apply to this target (SKIP with this reason)."""

@@ -45,7 +45,7 @@ def _ctx(slots: int, *, room_wait_s: float = 900):
 def test_a_part_needing_more_addresses_than_the_table_holds_skips_with_the_reason():
     ctx, _ = _ctx(slots=2)
     with pytest.raises(NotApplicable) as exc:
-        ctx._make_room([(A, 60), (B, 60), (C, 60)])
+        ctx.room.make_room([(A, 60), (B, 60), (C, 60)])
     assert "needs 3 address(es) at once" in str(exc.value) and "room for 2" in str(exc.value)
 
 
@@ -54,7 +54,7 @@ def test_a_table_full_of_addresses_the_run_cannot_take_back_skips_naming_them():
     ledger.advertise(A, 7300, "slaac.two_hour_rule#B", 1000.0)
     ledger.advertise(B, 0xFFFFFFFF, "slaac.prefix_option_processing#J", 1000.0)
     with pytest.raises(NotApplicable) as exc:
-        ctx._make_room([(C, 60)])
+        ctx.room.make_room([(C, 60)])
     msg = str(exc.value)
     assert "is full of the run's earlier addresses" in msg and "slaac.two_hour_rule#B" in msg
     assert "RFC 4862 §5.5.3 e" in msg
@@ -63,7 +63,7 @@ def test_a_table_full_of_addresses_the_run_cannot_take_back_skips_naming_them():
 def test_a_short_wait_is_still_waited_and_measured():
     ctx, ledger = _ctx(slots=1)
     ledger.advertise(A, 60, "slaac.other#A", 1000.0)
-    ctx._make_room([(B, 60)])
+    ctx.room.make_room([(B, 60)])
     assert 60 <= ctx.measurements["address_room_wait_s"] <= 63
     assert ctx.port.t >= 1060
 
@@ -72,7 +72,7 @@ def test_a_wait_beyond_the_limit_skips():
     ctx, ledger = _ctx(slots=1, room_wait_s=30)
     ledger.advertise(A, 600, "slaac.other#A", 1000.0)
     with pytest.raises(NotApplicable, match="outlast 30 s"):
-        ctx._make_room([(B, 60)])
+        ctx.room.make_room([(B, 60)])
 
 
 def test_parts_that_leave_lasting_addresses_run_last_and_the_rest_keep_their_order():
@@ -131,7 +131,7 @@ class _RecordingPort(_Port):
 
 
 def _view(*, is_lab=False, other_routers=False):
-    from v6gate.core.context import DutView
+    from v6gate.core.dut import DutView
 
     target = types.SimpleNamespace(link_prefix=ipaddress.IPv6Network("2001:db8:1::/64"), is_lab=is_lab,
                                    other_routers=other_routers, dut_mac="52:54:00:00:00:01",
@@ -142,7 +142,7 @@ def _view(*, is_lab=False, other_routers=False):
 def test_the_tester_as_only_router_gives_the_dut_its_link_prefix_and_is_no_default_router():
     from scapy.layers.inet6 import ICMPv6ND_RA, ICMPv6NDOptPrefixInfo
 
-    from v6gate.core.context import LINK_PREFIX_LIFETIME_S
+    from v6gate.core.dut import LINK_PREFIX_LIFETIME_S
 
     view = _view()
     assert view._advertise_link_prefix(view.prefix, None)
@@ -179,7 +179,7 @@ def test_a_part_whose_own_addresses_fill_the_table_says_so():
     ledger.advertise(A, 60, "slaac.x#A", 1000.0)
     ledger.advertise(B, 60, "slaac.x#A", 1000.0)
     with pytest.raises(NotApplicable, match=r"this part needs 3 address\(es\) at once"):
-        ctx._make_room([(C, 60)])
+        ctx.room.make_room([(C, 60)])
 
 
 def test_before_a_router_check_the_link_prefix_is_withdrawn_and_given_back_after():

@@ -10,8 +10,8 @@ import pytest
 from scapy.layers.inet6 import ICMPv6ND_RA, ICMPv6NDOptPrefixInfo, IPv6, IPv6ExtHdrFragment
 from scapy.layers.l2 import Ether
 
-from v6gate.core.context import _forms_addresses
 from v6gate.core.ledger import EXPIRY_GRACE_S, INFINITY, RESTATE_S, TWO_HOURS, AddressLedger, remaining_after
+from v6gate.core.room import forms_addresses as _forms_addresses
 
 A = ipaddress.IPv6Network("2001:db8:a::/64")
 B = ipaddress.IPv6Network("2001:db8:b::/64")

@@ -160,7 +160,7 @@ def test_eui64_targets_predict_the_global_address():
     import ipaddress
     from types import SimpleNamespace
 
-    from v6gate.core.context import DutView
+    from v6gate.core.dut import DutView
 
     target = SimpleNamespace(dut_mac="00:00:5e:00:53:01", link_prefix=ipaddress.IPv6Network("2001:db8:1::/64"),
                              dut_iid="eui64", dut_global=[])

@@ -41,216 +41,26 @@ from scapy.layers.inet6 import (
     ICMPv6NDOptPrefixInfo,
     ICMPv6NDOptSrcLLAddr,
     IPv6,
-    IPv6ExtHdrFragment,
 )
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
 from ..errors import BenchError
+from ..errors import NotApplicable as NotApplicable  # where checks have always imported it from
 from ..net import decode
 from ..net import match as M
 from ..net import packets as P
 from ..net.nodes import EmulatedNode
 from ..net.port import Frame, Port
 from .check import Check, Part
-from .control import Control, NotSupported
+from .control import Control
+from .dut import DutView
+from .room import AddressRoom
 from .setup import JUDGED_BY, ensure_neighbour, setup_of
 from .verdict import NotJudged, Outcome, Verdict
 
-#: valid and preferred lifetime of the link prefix when the tester itself advertises it (no other router on the
-#: link): one address on the DUT, re-advertised after half of it, gone this long after the run
-LINK_PREFIX_LIFETIME_S = 1800
-
-
 #: what an RA of the tester sets back when a check changed it on a DUT the run does not reset (RFC 4861 §10)
 RESTORE_REACHABLE_MS, RESTORE_RETRANS_MS = 30_000, 1_000
-
-
-class NotApplicable(Exception):
-    """The check does not apply to this target (SKIP with this reason)."""
-
-
-class DutView:
-    """The DUT as the tester knows it: MAC and addresses, learned lazily."""
-
-    def __init__(self, target, control: Control, link_local: str, port: Port | None = None):
-        self.target = target
-        self.port = port
-        self.control = control
-        self.mac = target.dut_mac
-        self.link_local = link_local
-        self.prefix = target.link_prefix
-        self._learned: dict[str, str] = {}
-        self._link_router: EmulatedNode | None = None
-        #: port time of the tester's last link-prefix RA (the tester as the only router, see _advertise_link_prefix)
-        self.link_prefix_advertised: float | None = None
-        self._link_withdrawn = False  # withdrawn for a check where the tester is the only router (withdraw_link_prefix)
-
-    def global_address(self, prefix: ipaddress.IPv6Network | str | None = None) -> str:
-        """The DUT's global address in ``prefix`` (default: the link prefix):
-        from the target file, else read through the control adapter, else
-        learned from the wire (see ``_probe_global``)."""
-        net = ipaddress.IPv6Network(prefix) if prefix else self.prefix
-        if net == self.prefix and self._link_prefix_due():
-            self._advertise_link_prefix(net, None, refresh=True)
-        for a in self.target.dut_global:
-            if ipaddress.IPv6Address(a) in net:
-                return a
-        try:
-            for a in self.control.addresses():
-                if ipaddress.IPv6Address(a) in net:
-                    return a
-        except NotSupported:
-            pass
-        learned = self._learned.get(str(net))
-        predicted = self.predicted_address(net)
-        if learned is None and predicted and self.port is not None:
-            learned = predicted if self._answers_for(self.port, predicted) else None
-            if learned is None and self._advertise_link_prefix(net, predicted):
-                learned = predicted if self._answers_for(self.port, predicted) else None
-            if learned is None:
-                raise NotJudged("global-address", JUDGED_BY["global-address"],
-                                f"the DUT does not answer for {predicted}, the address its target file (dut.iid: "
-                                f"eui64) predicts in {net}: it did not form (or does not defend) it")
-        if learned is None and self.port is not None:
-            learned = self._probe_global(self.port, net)
-            if learned is None and self._advertise_link_prefix(net, None):
-                learned = self._probe_global(self.port, net)
-        if learned:
-            self._learned[str(net)] = learned
-            return learned
-        if self.port is None:
-            raise BenchError(f"the DUT has no known global address in {net}: list it under dut.global in the "
-                             "target file, or give the tester a control adapter that can read it")
-        raise NotJudged("global-address", JUDGED_BY["global-address"],
-                        f"no address of the DUT in {net} answered an all-nodes Echo Request from that prefix (the "
-                        "target file lists none under dut.global and the control adapter cannot read them)")
-
-    def _link_prefix_due(self) -> bool:
-        """The tester's link-prefix advertisement is past half its lifetime."""
-        return (self.link_prefix_advertised is not None and self.port is not None
-                and self.port.now() - self.link_prefix_advertised > LINK_PREFIX_LIFETIME_S / 2)
-
-    def _advertise_link_prefix(self, net: ipaddress.IPv6Network, predicted: str | None, *,
-                               refresh: bool = False) -> bool:
-        """Common Test Setup on a link where the tester is the only router
-        (``link.other_routers: false``) and no lab router serves the DUT: the
-        tester advertises the link prefix (an RA with Router Lifetime 0, so it
-        is no default router; the prefix valid for LINK_PREFIX_LIFETIME_S) and
-        waits for the DUT's DAD of its address in it (``refresh``: the DUT
-        holds it already, the RA only renews it).  False: not this case."""
-        if (net != self.prefix or self.port is None or self.target.is_lab or self.target.other_routers
-                or net.prefixlen != 64 or self._link_withdrawn):
-            return False  # (withdrawn: a check where the tester is the only router owns the link prefix now)
-        from ..net.nd import prefix_option, router_advertisement
-
-        if self._link_router is None:
-            self._link_router = EmulatedNode.fresh("LINKRTR", net, router=True)
-        ra = router_advertisement(self._link_router, prefixes=[prefix_option(
-            net, valid=LINK_PREFIX_LIFETIME_S, preferred=LINK_PREFIX_LIFETIME_S)], router_lifetime=0)
-        port = self.port
-        port.add_responder(self._link_router.responder)
-        try:
-            since = port.send(ra)
-            self.link_prefix_advertised, self._link_withdrawn = since, False
-            if refresh:
-                return True
-            dad = port.expect(lambda p: p.src.lower() == self.mac and ICMPv6ND_NS in p and IPv6 in p
-                              and p[IPv6].src == "::" and ipaddress.IPv6Address(p[ICMPv6ND_NS].tgt) in net
-                              and (predicted is None or P.same_address(p[ICMPv6ND_NS].tgt, predicted)),
-                              float(self.target.timing["reply_timeout_s"]) + 1.0, since=since)
-            if dad is not None:
-                time.sleep(1.2)  # RetransTimer (1 s) after the probe, and the DUT's own scheduling
-        finally:
-            port.remove_responder(self._link_router.responder)
-        return True
-
-    def forget(self) -> None:
-        """The DUT was reset: what the run learned of its addresses, and the
-        link prefix the tester gave it, are gone with it."""
-        self._learned.clear()
-        self.link_prefix_advertised, self._link_withdrawn = None, False
-
-    def restore_link_prefix(self) -> None:
-        """Before a check where the tester is not the only router: the link
-        prefix withdrawn for an earlier check is advertised again (on-link,
-        preferred; the DUT's address in it is the same)."""
-        if self._link_withdrawn:
-            self._link_withdrawn = False
-            self._advertise_link_prefix(self.prefix, None, refresh=True)
-
-    def withdraw_link_prefix(self) -> None:
-        """Before a check that needs the tester to be the only router, on a
-        DUT the run cannot reset: the link prefix the tester gave it leaves
-        the DUT's prefix list and its address is deprecated (an RA with Valid
-        and Preferred Lifetime 0: the address keeps its remaining valid
-        lifetime, RFC 4862 §5.5.3 e), as a freshly reset DUT would have
-        neither; ``restore_link_prefix`` gives it back before the next check
-        that is not such a check (the check itself may advertise the link
-        prefix with the flags it judges)."""
-        if self.link_prefix_advertised is None or self._link_withdrawn or self.port is None:
-            return
-        from ..net.nd import prefix_option, router_advertisement
-
-        self.port.send(router_advertisement(self._link_router, prefixes=[prefix_option(self.prefix, valid=0,
-                                                                                     preferred=0)]))
-        self._link_withdrawn = True
-
-    def predicted_address(self, net: ipaddress.IPv6Network) -> str | None:
-        """The address the target file makes computable in ``net``: with
-        ``dut.iid: eui64`` (and a /64), the prefix plus the EUI-64 of its MAC."""
-        if self.target.dut_iid == "eui64" and net.prefixlen == 64 and self.mac:
-            return P.address_in(net, P.eui64_iid(self.mac))
-        return None
-
-    def _answers_for(self, port: Port, addr: str) -> bool:
-        """Does the DUT answer a Neighbor Solicitation for ``addr``?"""
-        prober = EmulatedNode.fresh("ADDRPROBE", self.prefix)
-        port.add_responder(prober.responder)
-        try:
-            for _ in range(2):
-                ns = (prober.ipv6(P.solicited_node(addr), "", src=prober.link_local, hlim=255)
-                      / ICMPv6ND_NS(tgt=addr) / ICMPv6NDOptSrcLLAddr(lladdr=prober.mac))
-                since = port.send(ns)
-                if port.expect(M.all_of(M.from_mac(self.mac), M.na_for(addr)),
-                               float(self.target.timing["reply_timeout_s"]) / 2, since=since):
-                    return True
-            return False
-        finally:
-            port.remove_responder(prober.responder)
-
-    def _probe_global(self, port: Port, net: ipaddress.IPv6Network) -> str | None:
-        """Learn a global address from the wire: an Echo Request to all-nodes
-        from an on-link global source.  The reply's source is chosen by RFC
-        6724 source selection for that destination (RFC 4443 §2.2 (b)), i.e.
-        the DUT's address in the same prefix."""
-        prober = EmulatedNode.fresh("ADDRPROBE", net)
-        port.add_responder(prober.responder)
-        frames = []
-        try:
-            # Common Test Setup: the DUT learns the prober's link-layer address first (an NS with its SLLA), so
-            # that the reply does not wait for address resolution (judged by v6LC.2.1.2, not here); retried once
-            ns = (prober.ipv6(P.solicited_node(self.link_local), "", src=prober.global_addr, hlim=255)
-                  / ICMPv6ND_NS(tgt=self.link_local) / ICMPv6NDOptSrcLLAddr(lladdr=prober.mac))
-            port.send(ns)
-            for seq in (1, 2):
-                req = prober.ipv6(P.ALL_NODES, "", src=prober.global_addr) / ICMPv6EchoRequest(id=0xAD0B, seq=seq)
-                since = port.send(req)
-                frames = port.collect(M.all_of(M.from_mac(self.mac), M.echo_reply_to(req)),
-                                      float(self.target.timing["reply_timeout_s"]), since=since,
-                                      until=lambda fs: bool(fs))
-                if frames:
-                    break
-        finally:
-            port.remove_responder(prober.responder)
-        for f in frames:
-            src = f.pkt[IPv6].src
-            if ipaddress.IPv6Address(src) in net:
-                return src
-        return None
-
-    def addresses(self) -> list[str]:
-        return self.control.addresses()
 
 
 class CheckContext:
@@ -338,7 +148,8 @@ class CheckContext:
                 ra = ra / ICMPv6NDOptPrefixInfo(prefix=prefix, prefixlen=plen, L=onlink, A=auto, validlifetime=0,
                                                 preferredlifetime=0)
             try:
-                self._ledger_record(self._check_prefixes(_forms_addresses(ra)), self.port.send(ra))
+                room = self.room
+                room.record(room.withdrawn(ra), self.port.send(ra))
             except BenchError:
                 return
         self._advertised.clear()
@@ -392,84 +203,20 @@ class CheckContext:
         self._link_parameters = [set(), None]
 
     @property
-    def _owner(self) -> str:
-        return f"{self.check.id}#{self.part}"
-
-    def _make_room(self, forms: list[tuple[ipaddress.IPv6Network, int]]) -> None:
-        """On a DUT with a bounded address table (``dut.max_addresses``),
-        wait until the addresses earlier checks made it form have expired
-        and the prefixes this RA brings fit (see core/ledger.py)."""
-        session = self.session
-        slots = session.address_slots() if session is not None else None
-        if slots is None:
-            return
-        ledger, now = session.ledger, self.port.now()
-        new = [net for net, valid in forms if valid and not ledger.holds(net, now)]
-        if new:
-            self._wait_for_room(len(new), slots, skip=True)
+    def room(self) -> AddressRoom:
+        """Room in a bounded DUT address table for the prefixes this check advertises (core/room.py)."""
+        return AddressRoom(self)
 
     def make_room_first(self) -> None:
         """Before the check's first probe, on a DUT with a bounded address
-        table: room for one prefix, so that a check that forms an address
-        does not wait for it in the middle, after it set up neighbour
-        entries or timers that the wait would let run out."""
-        session = self.session
-        slots = session.address_slots() if session is not None else None
-        if slots is not None:
-            self._wait_for_room(1, slots, skip=False, first=True)
-
-    def _wait_for_room(self, count: int, slots: int, *, skip: bool, first: bool = False) -> None:
-        ledger, now = self.session.ledger, self.port.now()
-        per_prefix = 2 if self.target.claims("Temp-Addr") else 1
-        wait = ledger.wait_for_room(count, slots=slots, per_prefix=per_prefix, owner=self._owner, now=now)
-        held = ", ".join(f"{e.prefix} (by {e.owner}, {e.expires - now:.0f} s left)" for e in ledger.live(now))
-        limit = float(self.target.timing["address_room_wait_s"])
-        if (wait is None or wait > limit) and not skip:
-            return  # the check may form no address at all; if it does, its RA says whether it fits
-        if wait is None or wait > limit:
-            # the DUT behaves: its declared table is full of the run's own addresses (an RA cannot take them back
-            # before their valid lifetime runs out, RFC 4862 §5.5.3 e), so the part cannot be judged on this DUT
-            # now; a FAIL "formed no address" would be the bench's doing
-            size = self.target.dut_max_addresses
-            own = [e for e in ledger.live(now) if e.owner == self._owner]
-            if wait is None and (len(own) + count) * per_prefix > slots:
-                why = self._too_many(len(own) + count, slots)
-            else:
-                why = (f"the DUT's address table (dut.max_addresses {size}) is full of the run's earlier addresses "
-                       f"({held}), which an RA cannot take back (RFC 4862 §5.5.3 e)"
-                       + (f" and which outlast {limit:g} s (timing.address_room_wait_s)" if wait is not None else ""))
-            raise NotApplicable(f"{why}: reset the DUT between checks (control.adapter) or run this part on its own")
-        if wait > 0:
-            self.note(f"waiting {wait:.1f} s for room in the DUT's address table (max_addresses "
-                      f"{self.target.dut_max_addresses}){' before the first probe' if first else ''}: the run's "
-                      f"addresses in {held} run out first")
-            self.measurements["address_room_wait_s"] = round(self.measurements.get("address_room_wait_s", 0)
-                                                             + wait, 1)
-            self.wait(wait)
-
-    def _too_many(self, n: int, slots: int) -> str:
-        per_prefix = 2 if self.target.claims("Temp-Addr") else 1
-        return (f"this part needs {n * per_prefix} address(es) at once, and the DUT's table (dut.max_addresses "
-                f"{self.target.dut_max_addresses}) has room for {slots} beside the addresses it held")
+        table: room for one prefix (see ``AddressRoom.first``)."""
+        self.room.first()
 
     def needs_addresses(self, n: int) -> None:
         """This part makes the DUT hold addresses from ``n`` of its prefixes
         at once: on a DUT whose declared table (``dut.max_addresses``) cannot,
         SKIP now, before anything is sent."""
-        slots = self.session.address_slots() if self.session is not None else None
-        per_prefix = 2 if self.target.claims("Temp-Addr") else 1
-        if slots is not None and n * per_prefix > slots:
-            raise NotApplicable(f"{self._too_many(n, slots)}: run it against a DUT with a larger table")
-
-    def _check_prefixes(self, forms: list[tuple[ipaddress.IPv6Network, int]]):
-        """Leave out the link's own prefix: the DUT held its address when the run found it."""
-        return [(net, valid) for net, valid in forms if not net.overlaps(self.target.link_prefix)]
-
-    def _ledger_record(self, forms: list[tuple[ipaddress.IPv6Network, int]], when: float) -> None:
-        if self.session is None:
-            return
-        for net, valid in forms:
-            self.session.ledger.advertise(net, valid, self._owner, when)
+        self.room.needs(n)
 
     def cleanup(self) -> None:
         if self._link_parameters[0] and self.session is not None and not getattr(self.session, "lab", None):
@@ -534,12 +281,11 @@ class CheckContext:
         ensure_neighbour(self, node, addr or node.link_local)
 
     def send(self, pkt: Packet | bytes, label: str | None = None) -> float:
-        forms = self._check_prefixes(_forms_addresses(pkt))
-        if forms:
-            self._make_room(forms)
+        room = self.room
+        forms = room.before_send(pkt)
         t = self.port.send(pkt)
         self._remember_advertisement(pkt)
-        self._ledger_record(forms, t)
+        room.record(forms, t)
         self.note(f"sent {label or _summary(pkt)}")
         return t
 
@@ -692,35 +438,3 @@ def _summary(pkt) -> str:
         return s
     except Exception:
         return "frame"
-
-
-def _forms_addresses(pkt) -> list[tuple[ipaddress.IPv6Network, int]]:
-    """The autonomous /64 prefixes (with their valid lifetimes) of an RA a
-    host would accept (RFC 4861 §6.1.2: hop limit 255, link-local source,
-    code 0, checksum left to Scapy, not fragmented); SLAAC forms an address
-    only from a prefix as long as 128 less the 64-bit IID, with a preferred
-    lifetime no longer than its valid one (RFC 4862 §5.5.3 c, d).
-    Deliberately invalid RAs, raw bytes and other packets: none."""
-    if not isinstance(pkt, Packet) or ICMPv6ND_RA not in pkt or IPv6 not in pkt:
-        return []
-    ip, ra = pkt[IPv6], pkt[ICMPv6ND_RA]
-    if ip.hlim != 255 or ra.code != 0 or ra.cksum is not None or IPv6ExtHdrFragment in pkt:
-        return []
-    try:
-        if not ipaddress.IPv6Address(ip.src).is_link_local:
-            return []
-    except ValueError:
-        return []
-    out, i = [], 1
-    opt = pkt.getlayer(ICMPv6NDOptPrefixInfo)
-    while opt is not None:
-        if opt.A and opt.prefixlen == 64 and opt.len in (None, 4) and opt.preferredlifetime <= opt.validlifetime:
-            try:
-                net = ipaddress.IPv6Network(f"{opt.prefix}/64", strict=False)
-            except ValueError:
-                net = None
-            if net is not None and not net.is_link_local and not net.is_multicast:
-                out.append((net, int(opt.validlifetime)))
-        i += 1
-        opt = pkt.getlayer(ICMPv6NDOptPrefixInfo, i)
-    return out

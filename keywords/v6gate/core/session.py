@@ -26,8 +26,9 @@ from ..net.port import Port
 from ..paths import shown
 from ..target import Target, load_target
 from .check import NEEDS, Check, Part
-from .context import CheckContext, DutView, NotApplicable
+from .context import CheckContext, NotApplicable
 from .control import NotSupported, control_for
+from .dut import DutView
 from .ledger import AddressLedger
 from .liveness import Liveness, presence
 from .verdict import Deviation, NotJudged, Outcome, Result, Verdict, reason_for, result_key
@@ -159,7 +160,7 @@ class Session:
         predicted = self.ledger.summary(time.monotonic())
         adv = self.dut.link_prefix_advertised if self.dut else None
         if adv is not None:  # the tester gave the DUT the link prefix (the only router on the link)
-            from .context import LINK_PREFIX_LIFETIME_S
+            from .dut import LINK_PREFIX_LIFETIME_S
 
             left = round(adv + LINK_PREFIX_LIFETIME_S - time.monotonic(), 1)
             if left > 0:

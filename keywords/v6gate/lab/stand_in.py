@@ -127,7 +127,7 @@ class StandIn:
 
     def view(self, session):
         """(Target, Control, DutView) of the device for ``session``'s checks."""
-        from ..core.context import DutView
+        from ..core.dut import DutView
 
         if self._view is None or self._view[2].port is not session.port:
             base = session.target
