@@ -18,6 +18,7 @@ import subprocess
 from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
 
 from ..core.check import Part, check
+from ..core.context import CheckContext
 from ..core.ledger import ADDRESS_LEASE_S
 from ..core.setup import JUDGED_BY
 from ..core.verdict import Deviation
@@ -31,7 +32,7 @@ def _iid(addr: str) -> int:
     return int(ipaddress.IPv6Address(addr)) & (2**64 - 1)
 
 
-def _mac_derived(t, addr: str) -> str | None:
+def _mac_derived(t: CheckContext, addr: str) -> str | None:
     """How ``addr``'s interface identifier embeds the DUT's MAC, if it does
     (modified EUI-64, or the 48 bits in any position)."""
     iid = _iid(addr)
@@ -44,7 +45,7 @@ def _mac_derived(t, addr: str) -> str | None:
     return None
 
 
-def _link_local_of(t) -> str | None:
+def _link_local_of(t: CheckContext) -> str | None:
     """The DUT's link-local address, from its answer to an all-nodes Echo
     Request sent from a link-local source."""
     tn = t.node("TNLL")
@@ -56,7 +57,7 @@ def _link_local_of(t) -> str | None:
     return None
 
 
-def _addresses_in(t, prefix: ipaddress.IPv6Network, **pio) -> tuple[list[str], float]:
+def _addresses_in(t: CheckContext, prefix: ipaddress.IPv6Network, **pio) -> tuple[list[str], float]:
     """Announce ``prefix`` and return every address the DUT probes in it."""
     since = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[
         prefix_option(prefix, **({"valid": 600, "preferred": 600} | pio))]), label=f"RA with prefix {prefix}")
@@ -77,7 +78,7 @@ _STABLE = dict(capabilities=["Addr_Arch", "Stable-IID"], dut_config="stable-iid"
        rfc="RFC 7217 §5", needs=["reset"], fault="dut_random_iid_per_boot", **_STABLE,
        expect="the address the DUT forms in a prefix is the same after its interface restarts and the prefix is "
               "advertised again (stable within the subnet)")
-def stable_iid_is_stable_per_prefix(t):
+def stable_iid_is_stable_per_prefix(t: CheckContext):
     """RFC 7217 §5: the interface identifier is F(Prefix, Net_Iface,
     Network_ID, DAD_Counter, secret_key), so 'the resulting Interface
     Identifier will be the same ... when the node is connected to the same
@@ -101,7 +102,7 @@ def stable_iid_is_stable_per_prefix(t):
        rfc="RFC 7217 §5, §6", fault="dut_uses_eui64_iids", **_STABLE,
        expect="the DUT's addresses in two prefixes advertised together have different interface identifiers "
               "(an identifier changes with the prefix, so a node cannot be tracked across networks)")
-def stable_iids_differ_across_prefixes(t):
+def stable_iids_differ_across_prefixes(t: CheckContext):
     """RFC 7217 §5: 'the resulting Interface Identifier ... MUST be different
     when the node is connected to a different subnet' (the prefix is an input
     of F())."""
@@ -121,7 +122,7 @@ def stable_iids_differ_across_prefixes(t):
        rfc="RFC 8064 §3; RFC 7217 §5", fault="dut_uses_eui64_iids", **_STABLE,
        expect="neither the DUT's link-local address nor its autoconfigured global address embeds its MAC "
               "address (no modified EUI-64)")
-def stable_iid_is_not_derived_from_mac(t):
+def stable_iid_is_not_derived_from_mac(t: CheckContext):
     """RFC 8064 §3: 'nodes SHOULD NOT employ IPv6 address generation schemes
     that embed a stable link-layer address in the IID'; RFC 7217 §5 is the
     RECOMMENDED default instead."""
@@ -140,7 +141,7 @@ def stable_iid_is_not_derived_from_mac(t):
 _TEMP = dict(capabilities=["Addr_Arch", "Temp-Addr"], dut_config="temp-addr", liveness=None)
 
 
-def _split_temporary(t, addresses: list[str]) -> tuple[list[str], list[str]]:
+def _split_temporary(t: CheckContext, addresses: list[str]) -> tuple[list[str], list[str]]:
     """(public, temporary): the public address is the one whose identifier
     the DUT also uses in its other prefixes / link-local (EUI-64 or stable);
     every other one is a temporary candidate."""
@@ -155,7 +156,7 @@ def _split_temporary(t, addresses: list[str]) -> tuple[list[str], list[str]]:
        rfc="RFC 8981 §3.3, §3.4", fault="dut_forms_no_temporary_addresses", **_TEMP,
        expect="for an autoconfigured prefix the DUT forms, besides its public address, a temporary address with a "
               "different, randomized interface identifier (not derived from the MAC), and probes it with DAD")
-def temporary_address_is_formed(t):
+def temporary_address_is_formed(t: CheckContext):
     """RFC 8981 §3.4: 'When a new public address is created ... the node
     SHOULD also create a new temporary address'; its interface identifier
     is random (§3.3.1) and it is subject to DAD (§3.4 step 7)."""
@@ -169,7 +170,7 @@ def temporary_address_is_formed(t):
     return t.conclude(detail, problems)
 
 
-def _originated_source(t, dst: str) -> tuple[str | None, str]:
+def _originated_source(t: CheckContext, dst: str) -> tuple[str | None, str]:
     """Make the DUT ping ``dst`` and return the source of its Echo Request."""
     since = t.port.now()
     proc = t.control.ping(dst, count=1, wait_s=max(1.0, t.reply_timeout))
@@ -191,7 +192,7 @@ def _originated_source(t, dst: str) -> tuple[str | None, str]:
        fault="dut_prefers_public_addresses", **_TEMP,
        expect="when the DUT starts a communication with an off-link destination, it uses its temporary address "
               "as the source, not its public one (the default of RFC 6724 rule 7)")
-def temporary_address_is_preferred(t):
+def temporary_address_is_preferred(t: CheckContext):
     """RFC 6724 §5 rule 7: 'Prefer temporary addresses ... if SA is a
     temporary address and SB is a public address, then prefer SA'."""
     prefix = fresh_prefix(avoid=t.target.link_prefix)
@@ -212,7 +213,7 @@ def temporary_address_is_preferred(t):
 
 # -- RFC 6724: default source address selection ------------------------------------------------------
 
-def _two_prefixes(t, *, deprecate_first: bool):
+def _two_prefixes(t: CheckContext, *, deprecate_first: bool):
     p1, p2 = fresh_prefix(avoid=t.target.link_prefix), fresh_prefix(avoid=t.target.link_prefix)
     a1, _ = _addresses_in(t, p1, preferred=0 if deprecate_first else 600)
     a2, _ = _addresses_in(t, p2)
@@ -237,7 +238,7 @@ def _two_prefixes(t, *, deprecate_first: bool):
                 expect="with addresses in two prefixes, a destination inside the second prefix gets the address "
                        "of that prefix as source"),
        ])
-def source_address_selection(t):
+def source_address_selection(t: CheckContext):
     """RFC 6724 §5: 'Rule 2: Prefer appropriate scope ... Rule 3: Avoid
     deprecated addresses ... Rule 8: Use longest matching prefix'."""
     if t.p.rule == "scope":
@@ -279,7 +280,7 @@ def source_address_selection(t):
        fault="dut_ignores_autonomous_flag", **_TEMP,
        expect="from an RA with two prefixes, one A=1 and one A=0 (both L=1), the DUT forms its public and "
               "temporary addresses in the A=1 prefix and no address at all, temporary or public, in the A=0 one")
-def no_temporary_address_without_autonomous_flag(t):
+def no_temporary_address_without_autonomous_flag(t: CheckContext):
     """RFC 8981 §3.4 generates temporary addresses for prefixes used in
     stateless address autoconfiguration — an option whose autonomous flag
     is clear is not (RFC 4862 §5.5.3(a): 'If the Autonomous
@@ -314,7 +315,7 @@ MAX_DESYNC_SHARE = 0.4
 REGEN_SLACK_S = 1.0
 
 
-def _temp_timing(t) -> tuple[float, float]:
+def _temp_timing(t: CheckContext) -> tuple[float, float]:
     """(TEMP_PREFERRED_LIFETIME, MAX_DESYNC_FACTOR) the target states
     (extensions.addrarch); the RFC default (1 day) is too long to watch."""
     ext = (t.target.extensions or {}).get("addrarch") or {}
@@ -340,7 +341,7 @@ def _temp_timing(t) -> tuple[float, float]:
        expect="with TEMP_PREFERRED_LIFETIME shortened (the target states it), the DUT probes a new temporary address "
               "in the prefix between TEMP_PREFERRED_LIFETIME - MAX_DESYNC_FACTOR - REGEN_ADVANCE (less 1 s of timer "
               "slack) and TEMP_PREFERRED_LIFETIME after it probed the first one, i.e. before the first deprecates")
-def temporary_address_is_regenerated_in_advance(t):
+def temporary_address_is_regenerated_in_advance(t: CheckContext):
     """A node generates a new temporary address REGEN_ADVANCE before the
     current one becomes deprecated, so that a preferred temporary address is
     always available (RFC 8981 §3.4, §3.5);

@@ -30,7 +30,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from ..core.check import check
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..errors import BenchError
 from ..net import packets as P
 from ..net.dns import rdnss_option
@@ -54,7 +54,7 @@ def settings(target) -> dict:
     return ext
 
 
-def resolver_address(t) -> str | None:
+def resolver_address(t: CheckContext) -> str | None:
     value = settings(t.target).get("resolver")
     if not value:
         return None
@@ -64,13 +64,13 @@ def resolver_address(t) -> str | None:
         raise BenchError(f"{t.target.source}: extensions.dns.resolver {value!r} is not an IPv6 address") from None
 
 
-def dut_name(t) -> str | None:
+def dut_name(t: CheckContext) -> str | None:
     value = settings(t.target).get("name")
     return norm(value) if value else None
 
 
 # -- the tester's DNS server and the DUT's lookups ----------------------------------------------------------
-def serve(t, **behaviour) -> DnsServer:
+def serve(t: CheckContext, **behaviour) -> DnsServer:
     """The DUT's resolver, played by the tester for the rest of the check:
     at the target's resolver address, or advertised by RDNSS."""
     address = resolver_address(t)
@@ -92,7 +92,7 @@ def serve(t, **behaviour) -> DnsServer:
     return server
 
 
-def lookup(t, name: str, family: str = "any", *, timeout: float | None = None) -> tuple[list[str], str]:
+def lookup(t: CheckContext, name: str, family: str = "any", *, timeout: float | None = None) -> tuple[list[str], str]:
     """Make the DUT resolve ``name``; the addresses its lookup returned and
     the adapter's output."""
     limit = timeout if timeout is not None else max(4.0, 4 * t.reply_timeout)
@@ -111,7 +111,7 @@ def lookup(t, name: str, family: str = "any", *, timeout: float | None = None) -
     return addrs, (out or "").strip()
 
 
-def lookup_until_asked(t, server: DnsServer, name: str, family: str = "any", **kw) -> tuple[list[str], str]:
+def lookup_until_asked(t: CheckContext, server: DnsServer, name: str, family: str = "any", **kw) -> tuple[list[str], str]:
     """A lookup; with an RDNSS-advertised resolver the DUT may take a moment
     to apply it, so the lookup is repeated (with the RA) until a query for
     ``name`` arrives or the target's ready timeout passes."""
@@ -125,7 +125,7 @@ def lookup_until_asked(t, server: DnsServer, name: str, family: str = "any", **k
         t.wait(0.3)
 
 
-def require_asked(t, server: DnsServer, name: str, since: float = 0.0) -> list:
+def require_asked(t: CheckContext, server: DnsServer, name: str, since: float = 0.0) -> list:
     queries = server.asked(name, since=since)
     if not queries:
         raise t.not_judged("resolver-in-use", REACHED, f"no query for {name} reached the DUT's resolver "
@@ -153,7 +153,7 @@ def fresh_address() -> str:
            "name's AAAA record, and the address in the answer is what the lookup returns",
     **_COMMON,
 )
-def resolver_reached_over_ipv6(t):
+def resolver_reached_over_ipv6(t: CheckContext):
     """A host's stub resolver sends its queries to the resolver it was given
     and returns the AAAA record's address (RFC 3596 §2.1); on an IPv6 link
     the resolver is reached over IPv6 (RFC 8504 §8)."""
@@ -186,7 +186,7 @@ def resolver_reached_over_ipv6(t):
            "UDP payload size, is at least 1232 octets: an AAAA set larger than 512 octets fits one datagram",
     **_COMMON,
 )
-def queries_carry_edns0(t):
+def queries_carry_edns0(t: CheckContext):
     """'OPT RRs MUST be included in requests if the requestor supports EDNS'
     (RFC 6891 §6.1.1); its CLASS is the largest UDP payload the requestor can
     reassemble and deliver (§6.2.5).  Answers with AAAA sets are routinely
@@ -223,7 +223,7 @@ def queries_carry_edns0(t):
            "IPv6 server address, and the lookup returns the addresses of the TCP answer",
     **_COMMON,
 )
-def truncated_answer_is_retried_over_tcp(t):
+def truncated_answer_is_retried_over_tcp(t: CheckContext):
     """'Messages carried by UDP are restricted to 512 bytes ... Longer
     messages are truncated and the TC bit is set' (RFC 1035 §4.2.1); 'the
     resolver ... SHOULD ... retry the query using TCP' (RFC 7766 §5,
@@ -268,7 +268,7 @@ def truncated_answer_is_retried_over_tcp(t):
            "resolves to it",
     **{**_COMMON, "dut_config": "dns-dual-stack"},
 )
-def ipv4_mapped_aaaa_is_discarded(t):
+def ipv4_mapped_aaaa_is_discarded(t: CheckContext):
     """IPv4-mapped addresses 'are used to represent the addresses of IPv4
     nodes as IPv6 addresses' inside a host (RFC 4291 §2.5.5.2); they never
     belong on the wire or in the DNS (RFC 6147 §5.1.4 lists ::ffff:0:0/96
@@ -311,7 +311,7 @@ def ipv4_mapped_aaaa_is_discarded(t):
            "server's, arriving first, is not used: the lookup returns the address of the server's own answer",
     **_COMMON,
 )
-def answer_from_unexpected_source_is_ignored(t):
+def answer_from_unexpected_source_is_ignored(t: CheckContext):
     """'The resolver ... MUST ... match ... the address the query was sent
     to' before accepting an answer (RFC 5452 §4.1, §9.1: the source address
     of a response is one of the identifiers an off-path forger must guess;
@@ -360,7 +360,7 @@ def answer_from_unexpected_source_is_ignored(t):
            "(extensions.dns.name) from the answer",
     **_COMMON,
 )
-def reverse_lookup_uses_ip6_arpa(t):
+def reverse_lookup_uses_ip6_arpa(t: CheckContext):
     """'An IPv6 address is represented as a name in the IP6.ARPA domain by a
     sequence of nibbles ... in reverse order' (RFC 3596 §2.5); ip6.int is
     withdrawn (RFC 4159).  A host that claims a name finds it for its own
@@ -401,7 +401,7 @@ def reverse_lookup_uses_ip6_arpa(t):
            "HTTPS record and opens a connection to the hinted address before the AAAA answer arrives",
     **{**_COMMON, "capabilities": ["DNS-Client", "SVCB-HTTPS"]},
 )
-def https_ipv6hint_is_used(t):
+def https_ipv6hint_is_used(t: CheckContext):
     """'Clients MAY use the hints to open connections in parallel with
     the A and AAAA queries' (RFC 9460 §7.3); a client that claims to use
     HTTPS records is judged on using them: the hint is the only address it

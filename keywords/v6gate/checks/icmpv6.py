@@ -21,6 +21,7 @@ from scapy.layers.inet6 import (
 from scapy.packet import Raw
 
 from ..core.check import Part, check
+from ..core.context import CheckContext
 from ..core.verdict import Deviation
 from ..net import exthdr as X
 from ..net import frag as F
@@ -84,7 +85,7 @@ MULTICAST_SOURCE = "ff1e::1:3"
              fault="dut_rejects_site_local_addresses"),
     ],
 )
-def echo_request_is_answered(t):
+def echo_request_is_answered(t: CheckContext):
     """Every node MUST implement an ICMPv6 Echo responder function that
     receives Echo Requests and originates corresponding Echo Replies.  The
     source of a reply to a unicast request MUST be the request's destination;
@@ -143,7 +144,7 @@ def _unused_port() -> int:
     expect="when told to ping TN1's link-local address, the DUT sends an Echo Request (type 128, code 0, valid "
            "checksum) from its link-local address to TN1",
 )
-def echo_request_is_transmitted(t):
+def echo_request_is_transmitted(t: CheckContext):
     """A node SHOULD implement an application-layer interface for
     originating Echo Requests (RFC 4443 §4.1); the message has type 128,
     code 0 and a valid checksum over the pseudo-header (§2.3)."""
@@ -196,7 +197,7 @@ def echo_request_is_transmitted(t):
              expect="a Destination Unreachable code 2 for a link-local source and an off-link destination"),
     ],
 )
-def port_unreachable_is_reported(t):
+def port_unreachable_is_reported(t: CheckContext):
     """A destination node SHOULD originate a Destination Unreachable
     message with Code 4 in response to a packet for which the transport
     protocol (e.g., UDP) has no listener (RFC 4443 §3.1)."""
@@ -219,7 +220,7 @@ def port_unreachable_is_reported(t):
     expect="an ICMPv6 Parameter Problem code 0 with Pointer 4 from the DUT's global address to TN1's, quoting the "
            "fragment (its Payload Length, 37, is not a multiple of 8 although M=1), and no Echo Reply",
 )
-def erroneous_header_field_is_reported(t):
+def erroneous_header_field_is_reported(t: CheckContext):
     """If a node processing a packet finds a problem with a field in the
     IPv6 header or extension headers such that it cannot complete
     processing, it MUST discard the packet and SHOULD originate a
@@ -245,7 +246,7 @@ def erroneous_header_field_is_reported(t):
     expect="an ICMPv6 Parameter Problem code 1 with Pointer 6 from the DUT's global address to TN1's, quoting the "
            "packet whose Next Header (200) is unrecognized",
 )
-def unrecognized_next_header_is_reported(t):
+def unrecognized_next_header_is_reported(t: CheckContext):
     """Parameter Problem code 1 reports an unrecognized Next Header type;
     the Pointer identifies the offending octet (RFC 4443 §3.4, RFC 8200 §4)."""
     tn1 = t.tn1
@@ -264,7 +265,7 @@ def unrecognized_next_header_is_reported(t):
     expect=f"nothing: an ICMPv6 informational message of unknown type {UNKNOWN_INFORMATIONAL_TYPE} is silently "
            "discarded (no ICMPv6 message back)",
 )
-def unknown_informational_message_is_discarded(t):
+def unknown_informational_message_is_discarded(t: CheckContext):
     """If an ICMPv6 informational message of unknown type is received, it
     MUST be silently discarded (RFC 4443 §2.4 (b))."""
     tn1 = t.tn1
@@ -276,7 +277,7 @@ def unknown_informational_message_is_discarded(t):
                             what="ICMPv6 message in answer to the unknown informational message")
 
 
-def _non_unique_probe(t, how: str, src: str, dst: str, tn1):
+def _non_unique_probe(t: CheckContext, how: str, src: str, dst: str, tn1):
     """The probe of v6LC.5.1.10-12: UDP to an unused port, the first
     fragment of an Echo Request, or an Echo Request with an unrecognized
     option whose action (10) asks for a Parameter Problem."""
@@ -290,7 +291,7 @@ def _non_unique_probe(t, how: str, src: str, dst: str, tn1):
     return whole, t.to_dut(tn1, dst, src=src) / req
 
 
-def _no_error_for(t, src: str, dst: str):
+def _no_error_for(t: CheckContext, src: str, dst: str):
     tn1 = t.tn1
     probe, request = _non_unique_probe(t, t.p.how, src, dst, tn1)
     within = REASSEMBLY_TIMEOUT + deadline_margin(t) if t.p.how == "reassembly" else None
@@ -317,7 +318,7 @@ _UDP_EXPECT = "nothing: no Destination Unreachable (nor any other ICMPv6 error)"
                     "group (and no Echo Reply)"),
     ],
 )
-def no_error_for_a_multicast_destination(t):
+def no_error_for_a_multicast_destination(t: CheckContext):
     """An ICMPv6 error message MUST NOT be originated as a result of
     receiving a packet destined to an IPv6 multicast address (exceptions:
     Packet Too Big, and Parameter Problem code 2 for an unrecognized option
@@ -348,7 +349,7 @@ _NON_UNIQUE_PARTS = [
     expect="no ICMPv6 error for a packet whose source is the unspecified address",
     parts=_NON_UNIQUE_PARTS,
 )
-def no_error_for_an_unspecified_source(t):
+def no_error_for_an_unspecified_source(t: CheckContext):
     """An ICMPv6 error message MUST NOT be originated as a result of
     receiving a packet whose source address does not uniquely identify a
     single node, e.g. the IPv6 Unspecified Address (RFC 4443 §2.4 (e.6))."""
@@ -366,7 +367,7 @@ def no_error_for_an_unspecified_source(t):
     expect=f"no ICMPv6 error for a packet whose source is a multicast address ({MULTICAST_SOURCE})",
     parts=_NON_UNIQUE_PARTS,
 )
-def no_error_for_a_multicast_source(t):
+def no_error_for_a_multicast_source(t: CheckContext):
     """An ICMPv6 error message MUST NOT be originated as a result of
     receiving a packet whose source address is a multicast address (RFC
     4443 §2.4 (e.6)); multicast addresses must not be used as source
@@ -390,7 +391,7 @@ def no_error_for_a_multicast_source(t):
              how="option"),
     ],
 )
-def error_messages_fit_the_minimum_mtu(t):
+def error_messages_fit_the_minimum_mtu(t: CheckContext):
     """Every ICMPv6 error message MUST include as much of the IPv6
     offending (invoking) packet as possible without making the error
     message packet exceed the minimum IPv6 MTU (RFC 4443 §2.4 (c))."""
@@ -434,7 +435,7 @@ RATE_LIMIT_BURST = 100
     expect=f"fewer Destination Unreachable messages than the {RATE_LIMIT_BURST} UDP datagrams to unused ports sent "
            "back to back (the DUT limits the rate of the errors it originates), and at least one",
 )
-def error_messages_are_rate_limited(t):
+def error_messages_are_rate_limited(t: CheckContext):
     """In order to limit the bandwidth and forwarding costs incurred by
     originating ICMPv6 error messages, an IPv6 node MUST limit the rate of
     ICMPv6 error messages it originates (RFC 4443 §2.4 (f)), e.g. with a
@@ -468,7 +469,7 @@ def error_messages_are_rate_limited(t):
     expect="nothing: an ICMPv6 Destination Unreachable carrying an unrecognized option with action 10 in a "
            "Destination Options header is discarded without a Parameter Problem",
 )
-def no_error_in_response_to_an_error(t):
+def no_error_in_response_to_an_error(t: CheckContext):
     """An ICMPv6 error message MUST NOT be originated as a result of
     receiving an ICMPv6 error message (RFC 4443 §2.4 (e.1)), even where
     the packet would otherwise call for one (here an option whose action

@@ -18,6 +18,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from ..core.check import Part, check
+from ..core.context import CheckContext
 from ..core.verdict import Deviation, Verdict
 from ..net import exthdr as X
 from ..net import frag as F
@@ -54,7 +55,7 @@ NEXT_HEADER_POINTER = 6  # offset of the Next Header field in the IPv6 header
     expect="Echo Requests whose IPv6 Version field is 0, 4, 5, 7 or 15 (not 6) are discarded: no Echo Reply "
            "and no ICMPv6 error within the silence window, and the DUT still answers afterwards",
 )
-def packets_with_version_other_than_6_are_discarded(t):
+def packets_with_version_other_than_6_are_discarded(t: CheckContext):
     """The Version field of an IPv6 packet is 6 (RFC 8200 §3); a packet
     with any other version in an IPv6 frame is not an IPv6 packet and is
     not processed as one."""
@@ -80,7 +81,7 @@ def packets_with_version_other_than_6_are_discarded(t):
     expect="an Echo Reply to an Echo Request whose Traffic Class is 0xA5 (DSCP 41, ECN 01): a node that does "
            "not use the Traffic Class bits ignores them (any Traffic Class in the reply is acceptable)",
 )
-def nonzero_traffic_class_is_accepted(t):
+def nonzero_traffic_class_is_accepted(t: CheckContext):
     """Nodes that do not support a specific use of the Traffic Class bits
     ignore them (RFC 8200 §7); the DSCP field is not to be used to discard
     packets (RFC 2474 §3)."""
@@ -103,7 +104,7 @@ def nonzero_traffic_class_is_accepted(t):
              expect="the router forwards the packet with the Flow Label unchanged"),
     ],
 )
-def nonzero_flow_label_is_accepted(t):
+def nonzero_flow_label_is_accepted(t: CheckContext):
     """Hosts or routers that do not support the functions of the Flow
     Label field are required to ignore it when receiving a packet
     (RFC 8200 §6, RFC 6437 §2: 'a forwarding node MUST NOT change it')."""
@@ -127,7 +128,7 @@ def nonzero_flow_label_is_accepted(t):
         Part("C", "Payload Length Even", data_len=30, fault="dut_drops_even_payload_length"),
     ],
 )
-def payload_length_of_either_parity_is_accepted(t):
+def payload_length_of_either_parity_is_accepted(t: CheckContext):
     """The Payload Length is the length of the IPv6 payload in octets
     (RFC 8200 §3); nothing requires it to be even, and the receiver uses it,
     not the frame length, to find the end of the packet."""
@@ -153,7 +154,7 @@ def payload_length_of_either_parity_is_accepted(t):
              expect="the router forwards the packet, octets after the header included, unchanged"),
     ],
 )
-def octets_after_no_next_header_are_ignored(t):
+def octets_after_no_next_header_are_ignored(t: CheckContext):
     """The value 59 in the Next Header field indicates that there is
     nothing following that header; octets past its end must be ignored
     (RFC 8200 §4.7)."""
@@ -163,7 +164,7 @@ def octets_after_no_next_header_are_ignored(t):
     return expect_no_answer(t, probe, src=t.tn1.link_local, request=t.to_dut(t.tn1, t.dut.link_local) / req)
 
 
-def _each_unassigned_next_header(t, head, pointer: int):
+def _each_unassigned_next_header(t: CheckContext, head, pointer: int):
     """Parameter Problem code 1 at ``pointer`` for every unassigned Next
     Header value put in the header ``head(nh)`` ends with."""
     seen = []
@@ -194,7 +195,7 @@ def _each_unassigned_next_header(t, head, pointer: int):
                     "Options header holds option type 0x87 (action 10) at offset 46, and no Echo Reply"),
     ],
 )
-def unrecognized_next_header_in_ipv6_header_is_reported(t):
+def unrecognized_next_header_in_ipv6_header_is_reported(t: CheckContext):
     """If the Next Header value in the current header is unrecognized, the
     node should discard the packet and send a Parameter Problem code 1
     whose Pointer is the offset of the unrecognized value (RFC 8200 §4).
@@ -222,7 +223,7 @@ def unrecognized_next_header_in_ipv6_header_is_reported(t):
     expect="an Echo Reply to an Echo Request that arrives with Hop Limit 0: only forwarding decrements and "
            "checks the Hop Limit; the destination processes the packet",
 )
-def hop_limit_zero_is_accepted_by_the_destination(t):
+def hop_limit_zero_is_accepted_by_the_destination(t: CheckContext):
     """The Hop Limit is decremented by 1 by each node that forwards the
     packet (RFC 8200 §3); a packet's destination does not discard it for
     a Hop Limit of zero."""
@@ -241,7 +242,7 @@ def hop_limit_zero_is_accepted_by_the_destination(t):
     expect="an ICMPv6 Parameter Problem code 1 with Pointer 40 (the Destination Options header's Next Header "
            "field, which says 0) and no Echo Reply",
 )
-def next_header_zero_after_an_extension_header_is_reported(t):
+def next_header_zero_after_an_extension_header_is_reported(t: CheckContext):
     """The Hop-by-Hop Options header must immediately follow the IPv6
     header; a Next Header value of zero in any header other than the IPv6
     header is treated as unrecognized: discard, and Parameter Problem code
@@ -269,7 +270,7 @@ def next_header_zero_after_an_extension_header_is_reported(t):
              expect="the router forwards the packet, octets after the header included, unchanged"),
     ],
 )
-def octets_after_no_next_header_in_extension_header_are_ignored(t):
+def octets_after_no_next_header_in_extension_header_are_ignored(t: CheckContext):
     """A Next Header of 59 in an extension header means nothing follows;
     octets past the end of that header must be ignored (RFC 8200 §4.7)."""
     skip_forwarding_parts(t)
@@ -294,7 +295,7 @@ def octets_after_no_next_header_in_extension_header_are_ignored(t):
                     "Options header holds option type 0x87 (action 10) at offset 50; and no Echo Reply"),
     ],
 )
-def unrecognized_next_header_in_extension_header_is_reported(t):
+def unrecognized_next_header_in_extension_header_is_reported(t: CheckContext):
     """The Next Header of an extension header is processed like the IPv6
     header's: an unrecognized value means discard and Parameter Problem
     code 1 pointing at it (RFC 8200 §4); a header is processed as the type
@@ -339,7 +340,7 @@ def unrecognized_next_header_in_extension_header_is_reported(t):
                     "Options header after it (with an unrecognized option) is never processed"),
     ],
 )
-def extension_headers_are_processed_in_order(t):
+def extension_headers_are_processed_in_order(t: CheckContext):
     """Extension headers must be processed strictly in the order they
     appear in the packet (RFC 8200 §4): an error is detected in the first
     header that has one.  A first fragment with M=1 whose payload is not a
@@ -385,7 +386,7 @@ def extension_headers_are_processed_in_order(t):
                     "the destination is unicast"),
     ],
 )
-def options_are_processed_in_order(t):
+def options_are_processed_in_order(t: CheckContext):
     """Options are processed in the order they appear in the header; an
     unrecognized option's action is chosen by its two high-order bits
     (RFC 8200 §4.2): 00 skip, 01 discard, 10 discard and send Parameter
@@ -425,7 +426,7 @@ _OPTION_PARTS = [
 ]
 
 
-def _option_header_check(t, header):
+def _option_header_check(t: CheckContext, header):
     tn1 = t.tn1
     dst = P.ALL_NODES if t.p.__dict__.get("multicast") else t.dut.link_local
     req = echo_request()
@@ -457,7 +458,7 @@ def _option_header_check(t, header):
     expect="each option handled as its type says (RFC 8200 §4.2)",
     parts=_OPTION_PARTS,
 )
-def hop_by_hop_options_are_processed_by_their_action_bits(t):
+def hop_by_hop_options_are_processed_by_their_action_bits(t: CheckContext):
     """A Hop-by-Hop Options header is processed by the destination (RFC
     8200 §4.3); Pad1 and PadN are skipped, and an unrecognized option's
     two high-order bits say what to do: 00 skip, 01 discard, 10 discard
@@ -477,7 +478,7 @@ def hop_by_hop_options_are_processed_by_their_action_bits(t):
     expect="each option handled as its type says (RFC 8200 §4.2)",
     parts=_OPTION_PARTS,
 )
-def destination_options_are_processed_by_their_action_bits(t):
+def destination_options_are_processed_by_their_action_bits(t: CheckContext):
     """Destination Options are processed by the packet's destination (RFC
     8200 §4.6) with the same option rules as Hop-by-Hop Options: skip
     padding, and act on an unrecognized option by its two high-order bits
@@ -485,7 +486,7 @@ def destination_options_are_processed_by_their_action_bits(t):
     return _option_header_check(t, X.destination_options)
 
 
-def _routed_echo(t, routing_type: int, segments_left: int):
+def _routed_echo(t: CheckContext, routing_type: int, segments_left: int):
     """Host1 (off-link) sends an Echo Request with a Routing header through
     TR1, as TAHI's v6LC.1.2.9/10 topology does."""
     path = become_router(t)
@@ -513,7 +514,7 @@ def _routed_echo(t, routing_type: int, segments_left: int):
                     "Left 0 it is ignored"),
     ],
 )
-def unrecognized_routing_type_with_no_segments_left_is_ignored(t):
+def unrecognized_routing_type_with_no_segments_left_is_ignored(t: CheckContext):
     """If Segments Left is zero, the node must ignore a Routing header of
     an unrecognized type and proceed to the next header (RFC 8200 §4.4).
     Type 0 is deprecated and processed as an unrecognized type (RFC 5095
@@ -539,7 +540,7 @@ def unrecognized_routing_type_with_no_segments_left_is_ignored(t):
                     "unrecognized Routing Type since RFC 5095 (RFC 2460 had nodes forward along it)"),
     ],
 )
-def unrecognized_routing_type_with_segments_left_is_reported(t):
+def unrecognized_routing_type_with_segments_left_is_reported(t: CheckContext):
     """If Segments Left is non-zero, the node must discard the packet and
     send an ICMP Parameter Problem, Code 0, to the packet's Source Address,
     pointing to the unrecognized Routing Type (RFC 8200 §4.4); Type 0 is
@@ -551,7 +552,7 @@ def unrecognized_routing_type_with_segments_left_is_reported(t):
 
 
 # -- v6LC.1.3: fragmentation --------------------------------------------------------
-def _reassembly_probe(t, how: str):
+def _reassembly_probe(t: CheckContext, how: str):
     tn1 = t.tn1
     dst = t.dut.link_local
     if how == "reassemble_to_1500":
@@ -598,7 +599,7 @@ def _reassembly_probe(t, how: str):
                     "1500-octet packet)"),
     ],
 )
-def fragments_are_reassembled(t):
+def fragments_are_reassembled(t: CheckContext):
     """The original packet is reassembled only from fragments having the
     same Source Address, Destination Address and Fragment Identification;
     fragments may arrive in any order (RFC 8200 §4.5)."""
@@ -640,7 +641,7 @@ def fragments_are_reassembled(t):
                     "beyond"),
     ],
 )
-def reassembly_is_abandoned_after_sixty_seconds(t):
+def reassembly_is_abandoned_after_sixty_seconds(t: CheckContext):
     """If insufficient fragments are received to complete reassembly
     within 60 seconds of the reception of the first-arriving fragment,
     reassembly must be abandoned; if the first fragment has been received,
@@ -699,7 +700,7 @@ def reassembly_is_abandoned_after_sixty_seconds(t):
     expect="an ICMPv6 Parameter Problem code 0 with Pointer 4 (the Payload Length field), and the fragment "
            "discarded (no Echo Reply when the rest arrives)",
 )
-def fragment_with_m_bit_and_invalid_length_is_reported(t):
+def fragment_with_m_bit_and_invalid_length_is_reported(t: CheckContext):
     """If the length of a fragment, as derived from its Payload Length,
     is not a multiple of 8 octets and its M flag is 1, the fragment must be
     discarded and a Parameter Problem code 0 sent, pointing to the Payload
@@ -725,7 +726,7 @@ def fragment_with_m_bit_and_invalid_length_is_reported(t):
     expect="an Echo Reply to an Echo Request carrying a Fragment header with offset 0 and M=0 (an atomic "
            "fragment): it is processed as a whole packet",
 )
-def stub_fragment_header_is_accepted(t):
+def stub_fragment_header_is_accepted(t: CheckContext):
     """A packet with a Fragment header whose offset is 0 and M flag 0 is a
     complete packet; a receiving host must process it as such, on its own
     (RFC 6946 §4)."""
@@ -734,7 +735,7 @@ def stub_fragment_header_is_accepted(t):
     return expect_echo_reply(t, probe, req, to=t.tn1.link_local)
 
 
-def _split_chain(t, how: str):
+def _split_chain(t: CheckContext, how: str):
     """A datagram whose first fragment stops before the end of the header
     chain (RFC 7112 §5), and the rest of it."""
     tn1, dst = t.tn1, t.dut.link_local
@@ -773,7 +774,7 @@ def _split_chain(t, how: str):
         Part("D", "Upper-Layer (TCP) header split between the first and second fragments", how="tcp_split"),
     ],
 )
-def first_fragment_without_the_whole_header_chain_is_reported(t):
+def first_fragment_without_the_whole_header_chain_is_reported(t: CheckContext):
     """If the first fragment does not include all headers through an
     Upper-Layer header, that fragment should be discarded and an ICMP
     Parameter Problem, Code 3, sent to its source with the Pointer set to
@@ -804,7 +805,7 @@ def first_fragment_without_the_whole_header_chain_is_reported(t):
         Part("overlap_first", "The overlapping fragment arrives first", order="overlap_first"),
     ],
 )
-def overlapping_fragments_discard_the_datagram(t):
+def overlapping_fragments_discard_the_datagram(t: CheckContext):
     """When reassembling an IPv6 datagram, if one or more of its
     constituent fragments is determined to be an overlapping fragment, the
     entire datagram (and any constituent fragments, including those not
@@ -829,7 +830,7 @@ def overlapping_fragments_discard_the_datagram(t):
     expect="an Echo Reply to an atomic fragment (offset 0, M=0) that shares its Identification with a pending "
            "fragmented packet, and, when that packet's last fragment arrives, an Echo Reply to it too",
 )
-def atomic_fragments_are_processed_in_isolation(t):
+def atomic_fragments_are_processed_in_isolation(t: CheckContext):
     """A host that receives an atomic fragment MUST process it in isolation
     from any other packets or fragments, even ones with the same Source
     Address, Destination Address and Fragment Identification (RFC 6946 §4)."""
@@ -868,7 +869,7 @@ def atomic_fragments_are_processed_in_isolation(t):
              expect="64-octet Echo Replies without a Fragment header (they fit the 1280-octet path MTU)"),
     ],
 )
-def the_dut_never_sends_atomic_fragments(t):
+def the_dut_never_sends_atomic_fragments(t: CheckContext):
     """IPv6 atomic fragments are deprecated: nodes do not generate them
     (RFC 8021 §4); RFC 8200 §5 dropped RFC 2460's rule that had a node add
     a Fragment header after a Packet Too Big reporting an MTU below 1280,
@@ -932,7 +933,7 @@ def _hbh_options(layout: str) -> list:
         Part("router-alert", "A Router Alert option (value 2) the host has no use for", layout="router_alert"),
     ],
 )
-def hop_by_hop_header_is_processed_by_the_host(t):
+def hop_by_hop_header_is_processed_by_the_host(t: CheckContext):
     """A destination host processes the Hop-by-Hop Options header (RFC 8200
     §4.3; RFC 9673 keeps that for hosts while letting routers skip it): the
     options are processed in order, an unrecognised option whose action

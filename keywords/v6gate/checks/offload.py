@@ -24,7 +24,7 @@ from scapy.layers.inet6 import ICMPv6PacketTooBig, IPv6
 from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..core.control import NotSupported
 from ..core.verdict import Deviation
 from ..errors import BenchError
@@ -43,7 +43,7 @@ def offload_check(**decl):
     def register(func):
         for suffix, config in CONFIGS.items():
             @functools.wraps(func)
-            def variant(t, _func=func):
+            def variant(t: CheckContext, _func=func):
                 record_offloads(t)
                 return _func(t)
 
@@ -55,7 +55,7 @@ def offload_check(**decl):
     return register
 
 
-def record_offloads(t) -> None:
+def record_offloads(t: CheckContext) -> None:
     """``ethtool -k`` of the DUT's interface in the result's measurements
     (what the DUT's offload engines were set to while it was judged)."""
     iface = getattr(t.control, "interface", None) or (t.target.extensions.get("offload") or {}).get("interface")
@@ -75,7 +75,7 @@ def record_offloads(t) -> None:
     t.measure("dut_offloads", feats)
 
 
-def echo_port(t, proto: str) -> int:
+def echo_port(t: CheckContext, proto: str) -> int:
     """The port of the target's declared echo service over ``proto``."""
     for s in t.target.services:
         if s.get("name") == "echo" and s.get("proto", "tcp") == proto:
@@ -89,7 +89,7 @@ SYN_OPTIONS = [("MSS", 1220), ("NOP", None), ("NOP", None), ("Timestamp", (1, 0)
                ("SAckOK", b""), ("NOP", None), ("NOP", None)]
 
 
-def ipv4_of_dut(t, node) -> tuple[str, str]:
+def ipv4_of_dut(t: CheckContext, node) -> tuple[str, str]:
     """(the DUT's IPv4 address, the node's) for an IPv4 parity part: the
     target's extensions.offload.ipv4; SKIP without it (IPv4 is never
     required).  The node answers ARP for its IPv4 address."""
@@ -116,7 +116,7 @@ def _segment(proto: str, port: int, sport: int, data: bytes):
     return UDP(sport=sport, dport=port) / data
 
 
-def delivered(t, node, dst: str, proto: str, port: int, ext: str, how: str, label: str, ipv4: str | None = None):
+def delivered(t: CheckContext, node, dst: str, proto: str, port: int, ext: str, how: str, label: str, ipv4: str | None = None):
     """Send one probe (a SYN to the echo port, or a datagram to it) behind
     ``ext`` with its checksum ``how``; return (delivered?, what came back).
     With ``ipv4`` (the node's IPv4 address) the probe goes over IPv4 to
@@ -176,7 +176,7 @@ def _parts(proto: str, fault: str):
              for proto in ("tcp", "udp")]],
     liveness="echo",
 )
-def wrong_checksum_is_not_delivered(t):
+def wrong_checksum_is_not_delivered(t: CheckContext):
     """RFC 9293 §3.1: "The checksum field is the 16-bit ones' complement of
     the ones' complement sum of all 16-bit words in the header and text"
     over the pseudo-header of RFC 8200 §8.1; a receiver discards a segment
@@ -220,7 +220,7 @@ def wrong_checksum_is_not_delivered(t):
     fault="impostor_accepts_zero_udp_checksum",
     liveness="echo",
 )
-def zero_udp_checksum_is_discarded(t):
+def zero_udp_checksum_is_discarded(t: CheckContext):
     """RFC 8200 §8.1: "Unlike IPv4, the default behavior when UDP packets
     are originated by an IPv6 node is that the UDP checksum is not
     optional ... IPv6 receivers must discard UDP packets containing a zero
@@ -249,14 +249,14 @@ BULK_OCTETS = 48_000
 TESTER_SEGMENT = 1000
 
 
-def _service_port(t, name: str) -> int:
+def _service_port(t: CheckContext, name: str) -> int:
     for s in t.target.services:
         if s.get("name") == name and s.get("proto", "tcp") == "tcp":
             return int(s["port"])
     raise NotApplicable(f"the target declares no TCP service named {name!r} (services: in the target file)")
 
 
-def _connect(t, port: int, mss: int, pmtu: int | None = None):
+def _connect(t: CheckContext, port: int, mss: int, pmtu: int | None = None):
     """Open a connection from TN1 to ``port`` announcing ``mss``; with
     ``pmtu``, then send TR1's Packet Too Big for it.  Returns the stream,
     or None when no SYN-ACK came."""
@@ -281,7 +281,7 @@ def _connect(t, port: int, mss: int, pmtu: int | None = None):
     return st
 
 
-def _await_echo(t, st, frames: list, total: int) -> float:
+def _await_echo(t: CheckContext, st, frames: list, total: int) -> float:
     """Send ``frames`` back to back, wait for ``total`` octets of echo (or
     the deadline), close with a RST; returns the seconds it took."""
     started = t.port.now()
@@ -296,7 +296,7 @@ def _await_echo(t, st, frames: list, total: int) -> float:
     return took
 
 
-def _stream(t, port: int, mss: int, pmtu: int | None):
+def _stream(t: CheckContext, port: int, mss: int, pmtu: int | None):
     """Push BULK_OCTETS through the echo service; (stream, sent, seconds)."""
     st = _connect(t, port, mss, pmtu)
     if st is None:
@@ -385,7 +385,7 @@ def _judge_segments(st, *, mss: int, pmtu: int | None, dstopts: bool) -> tuple[l
     ],
     liveness="echo",
 )
-def transmitted_segments_are_correct(t):
+def transmitted_segments_are_correct(t: CheckContext):
     """A segmentation engine (TSO, or the stack's GSO) cuts one large
     buffer into segments: each must be a complete, valid TCP/IPv6 packet
     (RFC 9293 §3.1 checksum, RFC 8200 §3 Payload Length), carry at most the
@@ -479,7 +479,7 @@ def _coalescing_frames(st, data: bytes, mode: str) -> list:
     ],
     liveness="echo",
 )
-def coalesced_segments_reach_the_application_intact(t):
+def coalesced_segments_reach_the_application_intact(t: CheckContext):
     """Receive offloads (GRO, LRO, hardware coalescing) merge consecutive
     segments of a flow into one before the stack sees them.  They may only
     merge what is the same in every header but the sequence number; data

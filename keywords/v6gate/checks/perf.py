@@ -12,6 +12,7 @@ docs/writing-gates.md.
 """
 
 from ..core.check import Part, check
+from ..core.context import CheckContext
 from ..gates import report as _report  # noqa: F401  (registers the gates in the report)
 from ..gates.profiles import profiles
 from ..gates.run import run_gate
@@ -48,7 +49,7 @@ FAMILY = dict(**GATE, needs=[], lab_services=["perf-peer"], dut_config="perf")
     parts=_parts("str"),
     **FAMILY,
 )
-def ipv6_streaming_is_not_slower_than_ipv4(t):
+def ipv6_streaming_is_not_slower_than_ipv4(t: CheckContext):
     """z/VM study STR: 20 bytes out, 20 MB back, 1..50 client/server pairs,
     MTU 1500 and 9000.  An IPv6-only network must carry bulk transfers as
     well as IPv4 did: IPv6 throughput at least (1 - margin) x IPv4."""
@@ -63,7 +64,7 @@ def ipv6_streaming_is_not_slower_than_ipv4(t):
     parts=_parts("rr"),
     **FAMILY,
 )
-def ipv6_request_response_is_not_slower_than_ipv4(t):
+def ipv6_request_response_is_not_slower_than_ipv4(t: CheckContext):
     """z/VM study RR: 200-byte request, 1000-byte response on a persistent
     connection per pair; the per-packet cost of IPv6 must not lower the
     transaction rate beyond the margin."""
@@ -78,7 +79,7 @@ def ipv6_request_response_is_not_slower_than_ipv4(t):
     parts=_parts("crr"),
     **FAMILY,
 )
-def ipv6_connect_request_response_is_not_slower_than_ipv4(t):
+def ipv6_connect_request_response_is_not_slower_than_ipv4(t: CheckContext):
     """z/VM study CRR: a new TCP connection per transaction (64-byte
     request, 8 KB response); handshakes and teardown over IPv6 must cost no
     more than over IPv4."""
@@ -94,7 +95,7 @@ def ipv6_connect_request_response_is_not_slower_than_ipv4(t):
     parts=_parts("stream_16k"),
     **FAMILY,
 )
-def ipv6_tcp_stream_16k_is_within_2_5_percent_of_ipv4(t):
+def ipv6_tcp_stream_16k_is_within_2_5_percent_of_ipv4(t: CheckContext):
     """vSphere study: a TCP stream of 16 KB messages with 256 KB socket
     buffers; IPv6 throughput within 2.5 % of IPv4 (one connection per
     family, alternated every 10 ms: see the gate's description)."""
@@ -109,7 +110,7 @@ def ipv6_tcp_stream_16k_is_within_2_5_percent_of_ipv4(t):
     parts=_parts("sweep"),
     **FAMILY,
 )
-def ipv6_payload_sweep_is_not_slower_than_ipv4(t):
+def ipv6_payload_sweep_is_not_slower_than_ipv4(t: CheckContext):
     """10 GbE vs IPoIB study: UDP and TCP throughput and half round-trip
     latency for payloads 4..32768 bytes in powers of two (qperf), one
     paired comparison per size, a curve per metric."""
@@ -125,7 +126,7 @@ def ipv6_payload_sweep_is_not_slower_than_ipv4(t):
     parts=_parts("offload"),
     **FAMILY,
 )
-def offload_on_is_not_slower_than_offload_off(t):
+def offload_on_is_not_slower_than_offload_off(t: CheckContext):
     """Dell/Broadcom and FreeBSD studies: offloads exist to save CPU per
     byte; in each family, the stack with its offloads on must not be slower
     or costlier than with them off."""
@@ -141,7 +142,7 @@ def offload_on_is_not_slower_than_offload_off(t):
     parts=_parts("offload_rr"),
     **FAMILY,
 )
-def offload_on_is_not_costlier_per_transaction(t):
+def offload_on_is_not_costlier_per_transaction(t: CheckContext):
     """The FreeBSD and storage studies: offload on vs off as a cost per
     transaction (a storage write: 64 KiB request, small answer) as well as
     per byte; in each family, offloads must not make transactions slower
@@ -158,7 +159,7 @@ def offload_on_is_not_costlier_per_transaction(t):
     parts=_parts("offload_parity"),
     **FAMILY,
 )
-def ipv6_offloads_match_ipv4_offloads(t):
+def ipv6_offloads_match_ipv4_offloads(t: CheckContext):
     """The Dell/Broadcom study found IPv6 offloads missing where IPv4 had
     them: a NIC (or driver) that segments or checksums IPv4 in hardware
     should do the same for IPv6."""
@@ -173,7 +174,7 @@ def ipv6_offloads_match_ipv4_offloads(t):
     parts=_parts("dstopts"),
     **FAMILY,
 )
-def destination_options_header_costs_within_margin(t):
+def destination_options_header_costs_within_margin(t: CheckContext):
     """Extension-header cost: the same IPv6 stream with and without a
     Destination Options header (one PadN option) on every data packet; a
     destination must process it (RFC 8200 §4) without falling off its fast
@@ -190,7 +191,7 @@ def destination_options_header_costs_within_margin(t):
     parts=_parts("ra_to_slaac"),
     **{**GATE, "capabilities": ["Core", "SLAAC"]},
 )
-def ra_to_usable_slaac_address_within_target(t):
+def ra_to_usable_slaac_address_within_target(t: CheckContext):
     """A host forms an address from an autonomous prefix as soon as the RA
     arrives (RFC 4862 §5.5.3) and may use it once DAD has completed (§5.4):
     DupAddrDetectTransmits x RetransTimer after the probe."""
@@ -206,7 +207,7 @@ def ra_to_usable_slaac_address_within_target(t):
     **{**GATE, "needs": ["reset"], "lab_services": ["kea-dhcp6"], "dut_config": "dhcp6-client",
        "capabilities": ["Core", "DHCPv6-Client"]},
 )
-def link_up_to_dhcpv6_lease_within_target(t):
+def link_up_to_dhcpv6_lease_within_target(t: CheckContext):
     """A DHCPv6 client starts with a Solicit after a random delay of at most
     SOL_MAX_DELAY (1 s) and holds its address after the Reply (RFC 8415
     §18.2.1): a few seconds at most on a quiet link."""
@@ -222,7 +223,7 @@ def link_up_to_dhcpv6_lease_within_target(t):
     parts=_parts("ns_to_na"),
     **GATE,
 )
-def ns_to_na_latency_within_target(t):
+def ns_to_na_latency_within_target(t: CheckContext):
     """A node answers a valid NS for its address with a solicited NA
     (RFC 4861 §7.2.4); late answers make neighbours retransmit after
     RetransTimer and stall every new flow."""
@@ -237,7 +238,7 @@ def ns_to_na_latency_within_target(t):
     parts=_parts("storage_iscsi_seq"),
     **{**FAMILY, "capabilities": ["iSCSI"], "dut_config": "storage-perf"},
 )
-def ipv6_iscsi_sequential_io_is_not_slower_than_ipv4(t):
+def ipv6_iscsi_sequential_io_is_not_slower_than_ipv4(t: CheckContext):
     """Storage vendor's IPv6-only study: block storage at 64 KiB and 256 KiB
     blocks, sequential read and write, must move as many MB/s and IOPS over
     IPv6 as over IPv4, at no more CPU."""
@@ -252,7 +253,7 @@ def ipv6_iscsi_sequential_io_is_not_slower_than_ipv4(t):
     parts=_parts("storage_nfs_seq"),
     **{**FAMILY, "capabilities": ["NFS"], "dut_config": "storage-perf"},
 )
-def ipv6_nfs_sequential_io_is_not_slower_than_ipv4(t):
+def ipv6_nfs_sequential_io_is_not_slower_than_ipv4(t: CheckContext):
     """Storage vendor's IPv6-only study: NFS at 64 KiB and 256 KiB blocks,
     sequential read and write, must move as many MB/s and IOPS over IPv6 as
     over IPv4, at no more CPU."""
@@ -269,7 +270,7 @@ def ipv6_nfs_sequential_io_is_not_slower_than_ipv4(t):
     parts=_parts("storage_iscsi_offload"),
     **{**FAMILY, "capabilities": ["iSCSI"], "dut_config": "storage-perf"},
 )
-def iscsi_offload_on_is_not_worse_than_off(t):
+def iscsi_offload_on_is_not_worse_than_off(t: CheckContext):
     """Storage vendor's study, offload question: with the NIC's offloads on,
     block storage over IPv6 must move at least as many MB/s at no more CPU
     per MB as with them off; an offload path that is slow for IPv6's large
@@ -287,7 +288,7 @@ def iscsi_offload_on_is_not_worse_than_off(t):
     parts=_parts("storage_nfs_offload"),
     **{**FAMILY, "capabilities": ["NFS"], "dut_config": "storage-perf"},
 )
-def nfs_offload_on_is_not_worse_than_off(t):
+def nfs_offload_on_is_not_worse_than_off(t: CheckContext):
     """Storage vendor's study, offload question, for file storage over IPv6."""
     return run_gate(t)
 
@@ -308,7 +309,7 @@ HE_FAULTS = {"healthy": "dut_prefers_ipv4_for_connections", "ipv6_blackhole": "d
     **{**GATE, "capabilities": ["Happy-Eyeballs"], "dut_config": "he-dual-stack", "liveness": "echo",
        "scope": "host"},
 )
-def happy_eyeballs_connects_within_rfc8305_delays(t):
+def happy_eyeballs_connects_within_rfc8305_delays(t: CheckContext):
     """'Implementations SHOULD ... start the next connection attempt after
     the Connection Attempt Delay (250 ms recommended)' rather than wait for
     the first attempt to time out (RFC 8305 §5); when the A answer comes

@@ -28,7 +28,7 @@ from scapy.layers.inet import TCP
 from scapy.layers.inet6 import ICMPv6PacketTooBig, IPv6
 
 from ..core.check import Part, check
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..errors import BenchError, UsageError
 from ..util.proc import in_ns
 
@@ -38,7 +38,7 @@ PATH_MTU = 1280  # the narrower hop of the lab's path (and of the bench a target
 BULK_ECHO = Path(__file__).resolve().parent.parent / "net" / "bulk_echo.py"
 
 
-def settings(t) -> tuple[str | None, str, float]:
+def settings(t: CheckContext) -> tuple[str | None, str, float]:
     """(the client's namespace or None for this host, its address, the transfer's time limit)."""
     ext = (t.target.extensions or {}).get("plpmtud") or {}
     if not isinstance(ext, dict):
@@ -61,7 +61,7 @@ def settings(t) -> tuple[str | None, str, float]:
     return netns, address, float(timeout)
 
 
-def echo_port(t) -> int:
+def echo_port(t: CheckContext) -> int:
     for s in t.target.services:
         if isinstance(s, dict) and s.get("name") == "echo" and s.get("proto", "tcp") == "tcp":
             return int(s["port"])
@@ -88,7 +88,7 @@ def transfer(netns: str | None, address: str, port: int, octets: int, timeout_s:
     return answer
 
 
-def _bulk(t, dut: str):
+def _bulk(t: CheckContext, dut: str):
     """Run the transfer and read the wire: (answer, segments above the path MTU, Packet Too Big seen)."""
     netns, client, timeout = settings(t)
     port = echo_port(t)
@@ -121,7 +121,7 @@ def _outcome(answer: dict, timeout: float) -> str:
        expect=f"1 MiB sent by the DUT's TCP (its echo service) to a node behind a {PATH_MTU}-octet hop whose router "
               f"drops every Packet Too Big arrives whole within the stated time ({DEFAULT_TIMEOUT_S:g} s unless the "
               "target states extensions.plpmtud.transfer_timeout_s): the DUT finds the path MTU by probing")
-def tcp_transfer_completes_when_ptb_is_dropped(t):
+def tcp_transfer_completes_when_ptb_is_dropped(t: CheckContext):
     """'PLPMTUD ... does not rely on ICMP or other messages from the
     network' and 'allows the Packetization Layer to ... recover from
     black holes' (RFC 4821 §1, §3); a connection whose full-size segments
@@ -149,7 +149,7 @@ def tcp_transfer_completes_when_ptb_is_dropped(t):
        expect=f"with its default settings, the DUT's 1 MiB over a path with a {PATH_MTU}-octet hop (whose router "
               "sends Packet Too Big) arrives whole within the stated time: a PMTU method (RFC 8201, or PLPMTUD) is "
               "on by default")
-def pmtu_method_is_enabled_by_default(t):
+def pmtu_method_is_enabled_by_default(t: CheckContext):
     """The node requirements make a Path MTU Discovery method enabled by
     default a MUST (draft-ietf-6man-rfc8504-bis; RFC 8504 §5.7.1 had
     'SHOULD be supported'): a DUT as shipped must get full-size data over a

@@ -25,7 +25,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
 from ..core.check import Part, check
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..core.ledger import ADDRESS_LEASE_S
 from ..core.verdict import Deviation
 from ..net import frag as F
@@ -37,7 +37,7 @@ from ..scenario.probes import ECHO_HEADER, datagram, deadline_margin, echo_reque
 ETHERNET_MTU = 1500  # RFC 2464 §2; the default of a target file's link.mtu
 
 
-def _link_mtu(t) -> int:
+def _link_mtu(t: CheckContext) -> int:
     """The link's MTU from the target file (link.mtu): the size of the
     "full-size" packets and the PMTU before any Packet Too Big."""
     mtu = int(getattr(t.target, "link_mtu", ETHERNET_MTU) or ETHERNET_MTU)
@@ -66,17 +66,17 @@ def _remote(path: OffLinkPath, name: str) -> Peer:
     return Peer(name, node.global_addr, lambda: path.from_remote(node))
 
 
-def _onlink(t, path: OffLinkPath, name: str) -> Peer:
+def _onlink(t: CheckContext, path: OffLinkPath, name: str) -> Peer:
     node = path.onlink(name)
     return Peer(name, node.global_addr, lambda: t.to_dut(node, path.dut, src=node.global_addr))
 
 
-def _settle(t) -> None:
+def _settle(t: CheckContext) -> None:
     """Give the DUT a moment to process a Packet Too Big before probing."""
     t.wait(t.reply_timeout / 4)
 
 
-def _reply(t, peer: Peer, size: int, seq: int):
+def _reply(t: CheckContext, peer: Peer, size: int, seq: int):
     """Send an Echo Request of ``size`` octets; returns (request, the packets of
     the DUT's Echo Reply or None)."""
     probe = peer.frame() / echo_request(size=size, seq=seq)
@@ -118,20 +118,20 @@ def _ptb(path: OffLinkPath, quoted: Packet, mtu: int, *, code: int = 0, src: str
             / Raw(bytes(quoted[IPv6])[:IPV6_MIN_MTU - 48]))
 
 
-def _path_with(t, peer_name: str = "TN2", onlink: bool = False, lease_s: int = ADDRESS_LEASE_S):
+def _path_with(t: CheckContext, peer_name: str = "TN2", onlink: bool = False, lease_s: int = ADDRESS_LEASE_S):
     path = become_router(t, lease_s=lease_s)
     peer = _onlink(t, path, peer_name) if onlink else _remote(path, peer_name)
     return path, peer
 
 
-def _baseline(t, peer: Peer):
+def _baseline(t: CheckContext, peer: Peer):
     """A full-size Echo Reply before any PTB: the packet the PTB will quote."""
     request, pkts = _reply(t, peer, _link_mtu(t), 1)
     problems = _judge(request, pkts, _link_mtu(t))
     return pkts, problems
 
 
-def _after_ptb(t, peer: Peer, pmtu: int, seqs=(2,)) -> tuple[list[str], list[str]]:
+def _after_ptb(t: CheckContext, peer: Peer, pmtu: int, seqs=(2,)) -> tuple[list[str], list[str]]:
     """Probe with full-size Echo Requests; (problems, seen) against ``pmtu``."""
     problems, seen = [], []
     for seq in seqs:
@@ -159,7 +159,7 @@ def _after_ptb(t, peer: Peer, pmtu: int, seqs=(2,)) -> tuple[list[str], list[str
         Part("C", "ICMPv6 Echo Request of the link MTU (1500 octets on Ethernet)", size="link"),
     ],
 )
-def echo_replies_of_every_size_cross_the_path(t):
+def echo_replies_of_every_size_cross_the_path(t: CheckContext):
     """Before any Packet Too Big, the PMTU of a path is the first hop's MTU
     (RFC 8201 §3): the DUT answers Echo Requests of 64, 1280 and 1500
     octets with Echo Replies of the same size, unfragmented (RFC 4443 §4.2:
@@ -185,7 +185,7 @@ def echo_replies_of_every_size_cross_the_path(t):
            "fragmented into packets of at most 1280 octets (the PMTU is stored), while a 1500-octet Echo Reply to "
            "TN3, another off-link destination, is still sent whole (the PMTU is stored per destination)",
 )
-def pmtu_is_stored_per_destination(t):
+def pmtu_is_stored_per_destination(t: CheckContext):
     """A node reduces its PMTU estimate for the path when it receives a
     Packet Too Big and uses it for the following packets (RFC 8201 §4); the
     PMTU is stored per destination, the RECOMMENDED local representation of
@@ -204,7 +204,7 @@ def pmtu_is_stored_per_destination(t):
     return t.conclude(seen, problems + p2 + p3)
 
 
-def _no_baseline(t, name: str):
+def _no_baseline(t: CheckContext, name: str):
     """The DUT did not answer the full-size Echo Request that precedes the
     Packet Too Big: the PMTU clause is not judged (NOT_JUDGED); answering
     Echo Requests from an off-link node is judged by the Echo check."""
@@ -213,7 +213,7 @@ def _no_baseline(t, name: str):
                         "nothing to send a Packet Too Big about")
 
 
-def _reduce(t, path, peer, *, mtu=IPV6_MIN_MTU, code=0, src=None, label=""):
+def _reduce(t: CheckContext, path, peer, *, mtu=IPV6_MIN_MTU, code=0, src=None, label=""):
     pkts, problems = _baseline(t, peer)
     if pkts is None:
         raise _no_baseline(t, peer.name)
@@ -234,7 +234,7 @@ def _reduce(t, path, peer, *, mtu=IPV6_MIN_MTU, code=0, src=None, label=""):
     expect="a Packet Too Big with Code 0xA5 (MTU 1280) is honoured like one with Code 0: later 1500-octet Echo "
            "Replies to TN2 go in fragments of at most 1280 octets",
 )
-def packet_too_big_with_nonzero_code_is_honoured(t):
+def packet_too_big_with_nonzero_code_is_honoured(t: CheckContext):
     """The Code of a Packet Too Big is set to 0 by the originator and
     ignored by the receiver (RFC 4443 §3.2)."""
     path, peer = _path_with(t)
@@ -252,7 +252,7 @@ def packet_too_big_with_nonzero_code_is_honoured(t):
     expect="after a Packet Too Big (MTU 1280) from TN1, an on-link node, 1500-octet Echo Replies to TN1 go in "
            "fragments of at most 1280 octets carrying the request's data",
 )
-def packet_too_big_reduces_the_pmtu_of_an_on_link_destination(t):
+def packet_too_big_reduces_the_pmtu_of_an_on_link_destination(t: CheckContext):
     """When a node receives a Packet Too Big, it MUST reduce its estimate
     of the PMTU for the relevant path to the MTU it reports (RFC 8201 §4),
     for an on-link destination as for any other."""
@@ -271,7 +271,7 @@ def packet_too_big_reduces_the_pmtu_of_an_on_link_destination(t):
     expect="after a Packet Too Big (MTU 1280) from TR1 for the path to TN2 (off-link), 1500-octet Echo Replies to "
            "TN2 go in fragments of at most 1280 octets carrying the request's data",
 )
-def packet_too_big_reduces_the_pmtu_of_an_off_link_destination(t):
+def packet_too_big_reduces_the_pmtu_of_an_off_link_destination(t: CheckContext):
     """When a node receives a Packet Too Big, it MUST reduce its estimate
     of the PMTU for the relevant path to the MTU it reports (RFC 8201 §4)."""
     path, peer = _path_with(t)
@@ -293,7 +293,7 @@ def packet_too_big_reduces_the_pmtu_of_an_off_link_destination(t):
         Part("B", "MTU equal to 1279", mtu=1279),
     ],
 )
-def packet_too_big_below_the_minimum_mtu_is_discarded(t):
+def packet_too_big_below_the_minimum_mtu_is_discarded(t: CheckContext):
     """If a node receives a Packet Too Big message reporting a next-hop MTU
     that is less than the IPv6 minimum link MTU, it must discard it; a node
     must not reduce its estimate of the Path MTU below the IPv6 minimum
@@ -327,7 +327,7 @@ def packet_too_big_below_the_minimum_mtu_is_discarded(t):
         Part("B", "MTU equal to 0x1FFFFFFF", mtu=0x1FFFFFFF),
     ],
 )
-def packet_too_big_never_increases_the_pmtu(t):
+def packet_too_big_never_increases_the_pmtu(t: CheckContext):
     """A node MUST NOT increase its estimate of the Path MTU in response to
     the contents of a Packet Too Big message (RFC 8201 §4)."""
     path, peer = _path_with(t)
@@ -358,7 +358,7 @@ def packet_too_big_never_increases_the_pmtu(t):
     expect="after TR1's Router Advertisement with an MTU option of 1280, 1500-octet Echo Replies to TN2 go in "
            "fragments of at most 1280 octets (the link MTU, and so every path's first hop, is 1280)",
 )
-def ra_mtu_option_sets_the_link_mtu(t):
+def ra_mtu_option_sets_the_link_mtu(t: CheckContext):
     """If the MTU option is present, hosts SHOULD copy its value into
     LinkMTU when it is at least the minimum link MTU and not above the
     maximum (RFC 4861 §6.3.4); a path's PMTU starts at its first hop's MTU
@@ -381,7 +381,7 @@ def ra_mtu_option_sets_the_link_mtu(t):
     expect="a Packet Too Big (MTU 1280) quoting an Echo Reply the DUT never sent (another identifier) is ignored: "
            "1500-octet Echo Replies to TN2 are still sent whole",
 )
-def packet_too_big_not_matching_sent_traffic_is_ignored(t):
+def packet_too_big_not_matching_sent_traffic_is_ignored(t: CheckContext):
     """Nodes SHOULD appropriately validate the payload of ICMPv6 PTB
     messages to ensure these are received in response to transmitted
     traffic (RFC 8201 §4).  The PTB here quotes the DUT's own Echo Reply
@@ -416,7 +416,7 @@ def packet_too_big_not_matching_sent_traffic_is_ignored(t):
     expect="for 5 minutes after a Packet Too Big (MTU 1280), every 1500-octet Echo Reply to TN2 (one every 30 s) "
            "goes in fragments of at most 1280 octets: no attempt to detect a PMTU increase within 5 minutes",
 )
-def pmtu_is_not_raised_within_five_minutes(t):
+def pmtu_is_not_raised_within_five_minutes(t: CheckContext):
     """A node MUST NOT attempt to detect an increase (by sending a packet
     larger than the current estimate) in less than 5 minutes after a
     Packet Too Big has been received for the path; the recommended setting
@@ -449,7 +449,7 @@ def pmtu_is_not_raised_within_five_minutes(t):
 
 
 # -- v6LC.4.1.10 - 4.1.11: multicast destinations (the DUT originates) ---------------------------
-def _originate(t, group: str, total: int) -> list[Packet]:
+def _originate(t: CheckContext, group: str, total: int) -> list[Packet]:
     """Make the DUT send one Echo Request of ``total`` octets to ``group``;
     return the packets it put on the link (none if it refused locally)."""
     since = t.port.now()
@@ -464,7 +464,7 @@ def _originate(t, group: str, total: int) -> list[Packet]:
     return [f.pkt for f in t.collect(M.ipv6_to(group), 0, since=since)]
 
 
-def _first_to_group(t) -> Packet:
+def _first_to_group(t: CheckContext) -> Packet:
     """The DUT's full-size Echo Request to the group, before any PTB (the
     packet the PTB quotes); none is the check's FAIL (Deviation)."""
     first = _originate(t, MULTICAST_GROUP, _link_mtu(t))
@@ -475,7 +475,7 @@ def _first_to_group(t) -> Packet:
                      f"Too Big (saw {_sizes(first) if first else 'nothing'})")
 
 
-def _probe_multicast(t, group: str, pmtu: int) -> tuple[list[str], str]:
+def _probe_multicast(t: CheckContext, group: str, pmtu: int) -> tuple[list[str], str]:
     """After a PTB reduced the path to ``pmtu``: a packet of exactly
     ``pmtu`` octets goes whole, a larger one never leaves as a single packet
     larger than ``pmtu`` (fragments, or a local error for the application)."""
@@ -505,7 +505,7 @@ def _probe_multicast(t, group: str, pmtu: int) -> tuple[list[str], str]:
            "nothing larger than 1280 octets to the group: a 1280-octet request goes whole, a 1500-octet one is "
            "fragmented (or refused to the application), never sent whole",
 )
-def packet_too_big_for_a_multicast_destination_is_honoured(t):
+def packet_too_big_for_a_multicast_destination_is_honoured(t: CheckContext):
     """A Packet Too Big for a packet sent to a multicast address reduces
     the PMTU of that destination like any other (RFC 8201 §4); RFC 8201
     §5.2 names the multicast destination address as the path's local
@@ -530,7 +530,7 @@ def packet_too_big_for_a_multicast_destination_is_honoured(t):
            "TR1: 1400 again), the DUT's packets to the group follow the smallest MTU reported: at most 1400 octets "
            "after the first, at most 1280 after the second, and still 1280 after the third",
 )
-def multicast_pmtu_is_the_smallest_reported(t):
+def multicast_pmtu_is_the_smallest_reported(t: CheckContext):
     """The PMTU of a multicast destination is the minimum of the MTUs of
     the paths to its members: each Packet Too Big lowers the estimate to
     the MTU it reports, and no Packet Too Big raises it (RFC 8201 §4)."""

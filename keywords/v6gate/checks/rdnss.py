@@ -15,6 +15,7 @@ import subprocess
 from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
+from ..core.context import CheckContext
 from ..core.verdict import Deviation
 from ..net import packets as P
 from ..net.dns import Resolver, dnssl_option, rdnss_option
@@ -24,7 +25,7 @@ from ..net.rd import is_rs
 _RDNSS = dict(capabilities=["RDNSS"], needs=["exclusive_router"], dut_config="rdnss-client", liveness="echo")
 
 
-def _lookup(t, name: str, resolver: Resolver, want: str, *, window: float) -> tuple[list, str]:
+def _lookup(t: CheckContext, name: str, resolver: Resolver, want: str, *, window: float) -> tuple[list, str]:
     """Make the DUT look ``name`` up, again and again until a query for
     ``want`` reaches ``resolver`` or ``window`` has passed (window 0: one
     lookup).  Each lookup runs to its end (or its own timeout), so a lookup
@@ -51,7 +52,7 @@ def _lookup(t, name: str, resolver: Resolver, want: str, *, window: float) -> tu
         t.wait(0.3)
 
 
-def _advertise(t, resolver_node, *, rdnss_lifetime: int | None = 600, dnssl: list[str] = (),
+def _advertise(t: CheckContext, resolver_node, *, rdnss_lifetime: int | None = 600, dnssl: list[str] = (),
                dnssl_lifetime: int = 600, prefix=None):
     """Send the RA, and send it again in answer to the DUT's Router
     Solicitations from now on (as a router does, RFC 4861 §6.2.6): a DUT
@@ -77,7 +78,7 @@ def _advertise(t, resolver_node, *, rdnss_lifetime: int | None = 600, dnssl: lis
                             + (f", DNSSL {list(dnssl)} ({dnssl_lifetime} s)" if dnssl else ""))
 
 
-def _setup(t):
+def _setup(t: CheckContext):
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     node = t.node("DNS1", prefix=prefix)
     resolver = Resolver(node)
@@ -85,7 +86,7 @@ def _setup(t):
     return prefix, node, resolver
 
 
-def _teardown(t, resolver) -> None:
+def _teardown(t: CheckContext, resolver) -> None:
     t.port.remove_responder(resolver)
     answerer = getattr(t, "_rdnss_answerer", None)
     if answerer is not None:
@@ -96,7 +97,7 @@ def _nonce_name() -> str:
     return f"v6g-{P.nonce(4).hex()}"
 
 
-def _use_window(t) -> float:
+def _use_window(t: CheckContext) -> float:
     """How long the DUT may take to start using an RA's DNS options: as long
     as it may take to get ready after a reset (its RA consumer may wait for
     DAD of the address it forms first).  Lookups stop as soon as one
@@ -104,7 +105,7 @@ def _use_window(t) -> float:
     return float(t.timing["ready_timeout_s"])
 
 
-def _expiry_slack(t) -> float:
+def _expiry_slack(t: CheckContext) -> float:
     """Time allowed after a lifetime ends for the DUT to act on it (a user
     space consumer rewrites its resolver configuration then)."""
     return 1.0 + t.reply_timeout
@@ -114,7 +115,7 @@ def _expiry_slack(t) -> float:
        fault="dut_ignores_rdnss_options", **_RDNSS,
        expect="after an RA with an RDNSS option naming the tester's resolver, the DUT's lookups go to that resolver "
               "over IPv6 (UDP port 53) and the answer reaches the application")
-def advertised_resolver_is_used(t):
+def advertised_resolver_is_used(t: CheckContext):
     """'The RDNSS option contains one or more IPv6 addresses of recursive DNS
     servers' (RFC 8106 §5.1); a host 'SHOULD ... use [them] for DNS name
     resolution' (§5.3.1)."""
@@ -151,7 +152,7 @@ def advertised_resolver_is_used(t):
                 expect="the domain of a DNSSL option with Lifetime 4 s is appended to single-label names at first, "
                        "and no longer once the 4 s have passed (plus 1 s and the reply timeout)"),
        ])
-def dns_options_expire(t):
+def dns_options_expire(t: CheckContext):
     """'Lifetime: The maximum time in seconds ... over which these RDNSS
     addresses MAY be used for name resolution ... A value of zero means that
     the RDNSS addresses MUST no longer be used' (RFC 8106 §5.1); the same
@@ -193,7 +194,7 @@ def dns_options_expire(t):
        fault="dut_ignores_dnssl_options", **_RDNSS,
        expect="after an RA with RDNSS and DNSSL options, a lookup of a single-label name makes the DUT ask the "
               "advertised resolver for that name in the advertised domain")
-def search_list_is_used(t):
+def search_list_is_used(t: CheckContext):
     """'The DNSSL option contains one or more domain names of DNS suffixes'
     used for name lookups of unqualified names (RFC 8106 §5.2, §5.3.1)."""
     prefix, node, resolver = _setup(t)
@@ -225,7 +226,7 @@ def search_list_is_used(t):
        expect="after an RA with a prefix and an Encrypted DNS option (ADN, the resolver's address, alpn dot, port "
               "8853), and a name lookup, the DUT opens a TCP connection to the resolver's address on port 8853 and "
               "sends it no plain DNS (UDP or TCP port 53)")
-def encrypted_resolver_is_used(t):
+def encrypted_resolver_is_used(t: CheckContext):
     """A DNR client learns an encrypted resolver from the Encrypted DNS RA
     option: its Authentication Domain Name, addresses and SvcParams (RFC 9463
     §6), and reaches it with the protocol and port those SvcParams name

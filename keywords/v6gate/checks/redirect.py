@@ -21,7 +21,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..core.verdict import Deviation
 from ..net import packets as P
 from ..net.mutate import break_one
@@ -39,7 +39,7 @@ UNCONTROLLABLE_MULTICAST_DESTINATION = (
 class RedirectBench:
     """Common Test Setup 1.1 plus the nodes the Redirect checks use."""
 
-    def __init__(self, t, *, alternate: bool = False):
+    def __init__(self, t: CheckContext, *, alternate: bool = False):
         self.t = t
         self.fh = FirstHop(t).start()
         self.tr1 = self.fh.tr1
@@ -136,7 +136,7 @@ def _options_parts(letters_globals, *, expect, fault):
            "answers TN1's next Echo Request directly to TN1's MAC (resolving TN1 first when there was no TLLA)",
     parts=_options_parts([False], expect=None, fault="dut_ignores_redirects"),
 )
-def redirect_to_on_link_destination_is_followed(t):
+def redirect_to_on_link_destination_is_followed(t: CheckContext):
     """'If the Target Address is the same as the ICMP Destination Address,
     the destination is on-link' ... 'the host MUST update its Destination
     Cache so that subsequent traffic goes to the specified target' and
@@ -169,7 +169,7 @@ def redirect_to_on_link_destination_is_followed(t):
                     "answered directly"),
     ],
 )
-def suspicious_on_link_redirect_is_followed(t):
+def suspicious_on_link_redirect_is_followed(t: CheckContext):
     """Receivers MUST ignore options they do not recognize and continue
     processing (§4.6) and MUST ignore the Reserved field (§4.5); a Target
     equal to the Destination redirects on-link even outside every on-link
@@ -193,7 +193,7 @@ def suspicious_on_link_redirect_is_followed(t):
     expect="after a valid Redirect whose Target is TR2's link-local address, the DUT answers TN1 through TR2",
     parts=_options_parts([False, True], expect=None, fault="dut_ignores_redirects"),
 )
-def redirect_to_alternate_router_is_followed(t):
+def redirect_to_alternate_router_is_followed(t: CheckContext):
     """'The Target Address ... is a better first hop ... MUST be a
     link-local address' when it is a router; the host updates its
     Destination Cache so that subsequent traffic to the Destination goes to
@@ -220,7 +220,7 @@ def redirect_to_alternate_router_is_followed(t):
         Part("B", "Reserved Field is Non-zero", how="reserved"),
     ],
 )
-def suspicious_alternate_router_redirect_is_followed(t):
+def suspicious_alternate_router_redirect_is_followed(t: CheckContext):
     """An unrecognized option is skipped (RFC 4861 §4.6) and a non-zero
     Reserved field ignored (§4.5): the Redirect to TR2 is still followed."""
     b = RedirectBench(t, alternate=True)
@@ -242,7 +242,7 @@ def suspicious_alternate_router_redirect_is_followed(t):
     expect="TR1 redirects TN1's traffic to TR2, then TR2 (now the first hop for TN1) redirects it to TR3: the DUT "
            "answers TN1 through TR2, then through TR3",
 )
-def second_redirect_from_new_first_hop_is_followed(t):
+def second_redirect_from_new_first_hop_is_followed(t: CheckContext):
     """A Redirect is valid only from 'the current first-hop router for the
     specified ICMP Destination Address' (RFC 4861 §8.1); after the first
     Redirect that is TR2, whose own Redirect must be followed (§8.3)."""
@@ -275,7 +275,7 @@ def second_redirect_from_new_first_hop_is_followed(t):
         Part("C", "Source Link-layer Address Option", option="sllao"),
     ],
 )
-def redirect_with_foreign_option_is_followed(t):
+def redirect_with_foreign_option_is_followed(t: CheckContext):
     """'Receivers MUST silently ignore any options they do not recognize
     and continue processing the message' and options a message type does
     not use are ignored (RFC 4861 §8.1, §4.6): the Redirect to TR2 stands."""
@@ -299,7 +299,7 @@ def redirect_with_foreign_option_is_followed(t):
     expect="a Redirect for a destination the DUT has not sent to yet creates a Destination Cache entry: its first "
            "answer to TN1 goes through TR2",
 )
-def redirect_without_destination_cache_entry_is_followed(t):
+def redirect_without_destination_cache_entry_is_followed(t: CheckContext):
     """'If no Destination Cache entry exists for the destination, an
     implementation SHOULD create such an entry' (RFC 4861 §8.3)."""
     b = RedirectBench(t, alternate=True)
@@ -393,7 +393,7 @@ def _invalid_redirect(b: RedirectBench, how: str, *, target: str, tlla: str, des
     parts=_invalid_parts("TN1 is still answered through TR1",
                          {"multicast_destination": UNCONTROLLABLE_MULTICAST_DESTINATION}),
 )
-def invalid_on_link_redirect_is_ignored(t):
+def invalid_on_link_redirect_is_ignored(t: CheckContext):
     """'A host MUST silently discard any received Redirect message that does
     not satisfy all of the following validity checks' (RFC 4861 §8.1).  The
     Redirect would otherwise make TN1 on-link (Target = Destination, with
@@ -418,7 +418,7 @@ def invalid_on_link_redirect_is_ignored(t):
     parts=_invalid_parts("TN1 is still answered through TR1",
                          {"multicast_destination": UNCONTROLLABLE_MULTICAST_DESTINATION}),
 )
-def invalid_alternate_router_redirect_is_ignored(t):
+def invalid_alternate_router_redirect_is_ignored(t: CheckContext):
     """RFC 4861 §8.1 validity checks for a Redirect that would otherwise send
     TN1's traffic to TR2 (with TR2's TLLA)."""
     b = RedirectBench(t, alternate=True)
@@ -440,7 +440,7 @@ def invalid_alternate_router_redirect_is_ignored(t):
     fault="dut_accepts_fragmented_nd",
     expect="a Redirect carried in IPv6 fragments is silently ignored: the DUT still answers TN1 through TR1",
 )
-def fragmented_redirect_is_ignored(t):
+def fragmented_redirect_is_ignored(t: CheckContext):
     """'...nodes MUST silently ignore ND messages if the packets carrying
     them include an IPv6 Fragmentation Header' (RFC 6980 §5).  The Redirect
     is valid otherwise (to TR2, with TR2's TLLA and the Redirected Header)."""
@@ -509,7 +509,7 @@ def _nc_parts(state: str) -> list[Part]:
     return parts
 
 
-def _redirect_updates(t, state: str):
+def _redirect_updates(t: CheckContext, state: str):
     """TR2's entry in ``state``; a valid Redirect (Destination TN2, Target
     TR2) from TR1 with the part's TLLA and Redirected Header; judge TR2's
     entry."""
@@ -538,7 +538,7 @@ def _redirect_updates(t, state: str):
 
 
 def _nc_check(state: str, ipv6ready: str, title: str, doc_extra: str):
-    def run(t):
+    def run(t: CheckContext):
         return _redirect_updates(t, state)
 
     run.__name__ = {"none": "redirect_creates_target_entry", "incomplete": "redirect_updates_incomplete_target",
@@ -585,7 +585,7 @@ redirect_updates_probe_target = _nc_check(
                             "for that multicast address, which the DUT never resolves: a stack that skipped this "
                             "validity test behaves on the wire like one that discarded the Redirect"}),
 )
-def invalid_redirect_does_not_update_neighbor_cache(t):
+def invalid_redirect_does_not_update_neighbor_cache(t: CheckContext):
     """RFC 4861 §8.1: an invalid Redirect is silently discarded, so its
     Target Link-Layer Address option must not create a Neighbor Cache entry
     for the Target (§8.3 applies only to valid Redirects)."""
@@ -627,7 +627,7 @@ def invalid_redirect_does_not_update_neighbor_cache(t):
              expect="no Redirect: the packet's destination is a multicast address (§8.2)"),
     ],
 )
-def router_sends_redirects_when_allowed(t):
+def router_sends_redirects_when_allowed(t: CheckContext):
     """'A router SHOULD send a redirect message ... if ... the Source Address
     of the packet identifies a neighbor, and the router determines (by
     means outside the scope of this specification) that a better first-hop
@@ -675,7 +675,7 @@ def router_sends_redirects_when_allowed(t):
     expect="the router does not act on a Redirect: TN2 (on its link) is still answered directly, not through the "
            "Redirect's Target",
 )
-def router_ignores_redirects(t):
+def router_ignores_redirects(t: CheckContext):
     """Redirects tell hosts of a better first hop; §8.3 ('Host Specification')
     applies to hosts only and a router does not change its forwarding for
     one (RFC 4861 §8.1, §8.3)."""

@@ -6,7 +6,7 @@ from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NA, ICMPv6ND_NS, ICMP
 from scapy.layers.l2 import Ether
 
 from ..core.check import Part, check
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..core.ledger import ADDRESS_LEASE_S, EXPIRY_GRACE_S
 from ..core.verdict import Deviation
 from ..net import match as M
@@ -42,7 +42,7 @@ def _judge_dad_ns(frame) -> list[str]:
     return problems
 
 
-def _early_use(t, frames, address: str, until: float) -> str | None:
+def _early_use(t: CheckContext, frames, address: str, until: float) -> str | None:
     """A packet from the tentative address before DAD could have finished."""
     for f in frames:
         if f.time < until and IPv6 in f.pkt and P.same_address(f.pkt[IPv6].src, address):
@@ -50,7 +50,7 @@ def _early_use(t, frames, address: str, until: float) -> str | None:
     return None
 
 
-def _usable(t, node, address: str) -> tuple[bool, str]:
+def _usable(t: CheckContext, node, address: str) -> tuple[bool, str]:
     req = t.to_dut(node, address) / ICMPv6EchoRequest(id=0x5AAC, seq=7, data=P.nonce(16))
     reply = t.expect_reply(req, M.echo_reply_to(req), what="Echo Reply from the new address")
     if reply is None:
@@ -71,7 +71,7 @@ def _usable(t, node, address: str) -> tuple[bool, str]:
            "Solicitation (source ::, destination the address's solicited-node group, hop limit 255, no "
            "source link-layer option) before using it; afterwards the address answers Echo Requests",
 )
-def link_local_address_is_probed_before_use(t):
+def link_local_address_is_probed_before_use(t: CheckContext):
     """A node forms its link-local address when the interface becomes
     enabled (§5.3) and MUST run Duplicate Address Detection on it before
     assigning it (§5.4); during DAD the tentative address is not used as a
@@ -100,7 +100,7 @@ def link_local_address_is_probed_before_use(t):
     return t.conclude(detail, problems)
 
 
-def _prefix_of_kind(t, kind: str) -> ipaddress.IPv6Network:
+def _prefix_of_kind(t: CheckContext, kind: str) -> ipaddress.IPv6Network:
     fresh = fresh_prefix(avoid=t.target.link_prefix)
     if kind == "zero_fields":  # 2001:db8:x:0::/64 -> written 2001:db8:x::/64
         return ipaddress.IPv6Network((int(fresh.network_address) & ~(0xFFFF << 64), 64))
@@ -130,7 +130,7 @@ def _prefix_of_kind(t, kind: str) -> ipaddress.IPv6Network:
                     "(RFC 3879 §4): the DUT forms an address in it, probes it, and answers Echo Requests to it"),
     ],
 )
-def global_address_is_formed_and_probed(t):
+def global_address_is_formed_and_probed(t: CheckContext):
     """For a Prefix Information option with the autonomous flag set and a
     /64 prefix not yet in use, the host forms an address from the prefix
     and its interface identifier (§5.5.3(d)) and runs DAD on it (§5.4).
@@ -170,7 +170,7 @@ def global_address_is_formed_and_probed(t):
 # §5.4.3 / §5.4.4 apply to every tentative address alike.
 
 
-def _is_assigned(t, address: str, tries: int = 3) -> tuple[bool, str]:
+def _is_assigned(t: CheckContext, address: str, tries: int = 3) -> tuple[bool, str]:
     """Does the DUT use ``address``?  A multicast NS for it from a fresh node
     must get a Neighbor Advertisement (RFC 4861 §7.2.3); up to ``tries``
     NSes, so that one lost to a busy DUT is no verdict."""
@@ -185,7 +185,7 @@ def _is_assigned(t, address: str, tries: int = 3) -> tuple[bool, str]:
     return False, f"no Neighbor Advertisement for {address} in answer to {tries} Neighbor Solicitations"
 
 
-def _meet_dad(t, react) -> tuple[str | None, ipaddress.IPv6Network, float]:
+def _meet_dad(t: CheckContext, react) -> tuple[str | None, ipaddress.IPv6Network, float]:
     """Announce a fresh prefix and, the moment the DUT's DAD probe for its
     address in it arrives, send what ``react(tentative)`` returns (from the
     port's receive thread: DAD lasts only RetransTimer).  Returns the
@@ -218,7 +218,7 @@ def _meet_dad(t, react) -> tuple[str | None, ipaddress.IPv6Network, float]:
     return tentative, prefix, seen["probe"].time
 
 
-def _no_probe(t, prefix) -> str:
+def _no_probe(t: CheckContext, prefix) -> str:
     """Why there is no tentative address to test, and whether the DUT took
     the address anyway (without DAD a duplicate goes unnoticed)."""
     if t.target.dut_iid in (None, "eui64"):
@@ -230,7 +230,7 @@ def _no_probe(t, prefix) -> str:
     return f"no DAD probe for an address in {prefix} after the RA, and no address of it in use: nothing to test"
 
 
-def _used_after(t, address: str, since: float) -> str | None:
+def _used_after(t: CheckContext, address: str, since: float) -> str | None:
     """A packet from ``address`` after ``since`` (a duplicate must not be used)."""
     for f in t.collect(M.ipv6_from(address), 0, since=since):
         if ICMPv6ND_NS not in f.pkt or f.pkt[IPv6].src != P.UNSPECIFIED:
@@ -238,7 +238,7 @@ def _used_after(t, address: str, since: float) -> str | None:
     return None
 
 
-def _dad_outcome(t, tentative, prefix, probe_time, *, duplicate: bool, told: str):
+def _dad_outcome(t: CheckContext, tentative, prefix, probe_time, *, duplicate: bool, told: str):
     if tentative is None:
         raise Deviation(_no_probe(t, prefix))
     assigned, seen = _is_assigned(t, tentative)
@@ -272,7 +272,7 @@ def _dad_outcome(t, tentative, prefix, probe_time, *, duplicate: bool, told: str
              expect="an NA for the tentative address means it is in use: the DUT does not assign nor use it"),
     ],
 )
-def dad_messages_for_the_tentative_address(t):
+def dad_messages_for_the_tentative_address(t: CheckContext):
     """'If the target address is tentative, and the source address is the
     unspecified address, the solicitation's sender is performing Duplicate
     Address Detection' and the address is a duplicate (RFC 4862 §5.4.3);
@@ -305,7 +305,7 @@ def _validation_parts(table, message: str, skips_validation: str) -> list[Part]:
             for letter, title, how, dup in table]
 
 
-def _dad_with(t, message: str, make):
+def _dad_with(t: CheckContext, message: str, make):
     """Answer the DUT's DAD probe with ``make(tentative)`` and judge."""
     tentative, prefix, at = _meet_dad(t, lambda tent: [make(tent)])
     return _dad_outcome(t, tentative, prefix, at, duplicate=t.p.duplicate,
@@ -336,7 +336,7 @@ _DAD_NS_PARTS = [
            "a valid one with a non-zero Reserved field or an unexpected option still reveals a duplicate",
     parts=_validation_parts(_DAD_NS_PARTS, "DAD NS", "dut_skips_ns_validation"),
 )
-def dad_ns_validation(t):
+def dad_ns_validation(t: CheckContext):
     """'A node MUST silently discard any received Neighbor Solicitation
     messages that do not satisfy all of the following validity checks'
     (RFC 4861 §7.1.1), DAD probes included (RFC 4862 §5.4.3); the Reserved
@@ -369,7 +369,7 @@ _DAD_NA_PARTS = [
            "valid one with a non-zero Reserved field or an extra option still reveals a duplicate",
     parts=_validation_parts(_DAD_NA_PARTS, "NA", "dut_skips_na_validation"),
 )
-def dad_na_validation(t):
+def dad_na_validation(t: CheckContext):
     """'A node MUST silently discard any received Neighbor Advertisement
     messages that do not satisfy all of the following validity checks'
     (RFC 4861 §7.1.2); an NA that passes them and names a tentative address
@@ -392,7 +392,7 @@ def dad_na_validation(t):
         Part("B", "NUT receives NS (Src == unicast && Dst == NUT's tentative address)", unicast_dst=True),
     ],
 )
-def resolution_ns_for_tentative_address_is_ignored(t):
+def resolution_ns_for_tentative_address_is_ignored(t: CheckContext):
     """'If the source address of the Neighbor Solicitation is a unicast
     address, the solicitation's sender is performing address resolution on
     the target; the solicitation should be silently ignored' while the
@@ -420,12 +420,12 @@ def resolution_ns_for_tentative_address_is_ignored(t):
 # -- RA processing and address lifetimes (v6LC.3.2.2 - 3.2.5) -------------------------------------
 
 
-def _probes_in(t, prefix: ipaddress.IPv6Network, since: float) -> list[str]:
+def _probes_in(t: CheckContext, prefix: ipaddress.IPv6Network, since: float) -> list[str]:
     """Every address in ``prefix`` the DUT probed with DAD since ``since``."""
     return sorted({f.pkt[ICMPv6ND_NS].tgt for f in t.collect(lambda p: is_dad_ns_for(p, prefix), 0, since=since)})
 
 
-def _assigned_at(t, address: str, at: float) -> tuple[bool, str]:
+def _assigned_at(t: CheckContext, address: str, at: float) -> tuple[bool, str]:
     t.wait(max(0.0, at - t.port.now()))
     return _is_assigned(t, address)
 
@@ -441,7 +441,7 @@ def _assigned_at(t, address: str, at: float) -> tuple[bool, str]:
            "lifetime ends, and no longer once it has (2 s later: lifetimes count whole seconds, and a host may "
            "run its expiry timer up to the next one)",
 )
-def address_expires_with_its_valid_lifetime(t):
+def address_expires_with_its_valid_lifetime(t: CheckContext):
     """'An address (and its association with an interface) becomes invalid
     when its valid lifetime expires.  An invalid address MUST NOT be used as
     a source address in outgoing communications and MUST NOT be recognized
@@ -476,7 +476,7 @@ def address_expires_with_its_valid_lifetime(t):
            "(preferred lifetime 0) and adds a third, it forms the third, keeps the deprecated one until its "
            "valid lifetime (5 s) ends, then drops it and keeps the others",
 )
-def multiple_prefixes_and_renumbering(t):
+def multiple_prefixes_and_renumbering(t: CheckContext):
     """A host forms an address for every acceptable Prefix Information option
     (RFC 4862 §5.5.3(d)); renumbering deprecates the old prefix (preferred
     lifetime 0, the address stays valid, §5.5.4) and lets it expire."""
@@ -516,7 +516,7 @@ def multiple_prefixes_and_renumbering(t):
     return t.conclude("; ".join(seen), problems)
 
 
-def _pio_case(t, case: str, prefix: ipaddress.IPv6Network) -> tuple[list, str]:
+def _pio_case(t: CheckContext, case: str, prefix: ipaddress.IPv6Network) -> tuple[list, str]:
     """The Prefix Information options of one v6LC.3.2.4 part, and what they are."""
     if case == "multiple":
         extra = [fresh_prefix(avoid=t.target.link_prefix) for _ in range(2)]
@@ -568,7 +568,7 @@ _PIO_EXPECT = {
                 "option's 3 s lifetime (it still answers Neighbor Solicitations 4 s later)")
            for letter, title, case, forms, fault in _PIO_PARTS],
 )
-def prefix_option_processing(t):
+def prefix_option_processing(t: CheckContext):
     """RFC 4862 §5.5.3: '(a) If the Autonomous flag is not set, silently
     ignore the Prefix Information option. (b) If the prefix is the
     link-local prefix, silently ignore ... (c) If the preferred lifetime is
@@ -644,7 +644,7 @@ def prefix_option_processing(t):
                     "is still valid after 4 s"),
     ],
 )
-def two_hour_rule(t):
+def two_hour_rule(t: CheckContext):
     """RFC 4862 §5.5.3(e): '1. If the received Valid Lifetime is greater than
     2 hours or greater than RemainingLifetime, set the valid lifetime of the
     corresponding address to the advertised Valid Lifetime.  2. If
@@ -680,7 +680,7 @@ def two_hour_rule(t):
            "it and disables IP operation on the interface: it forms no address from a later RA and sends no "
            "IPv6 packet (a SHOULD)",
 )
-def duplicate_hardware_link_local_disables_ip(t):
+def duplicate_hardware_link_local_disables_ip(t: CheckContext):
     """'If the address is a link-local address formed from an interface
     identifier based on the hardware address, which is supposed to be
     uniquely assigned (e.g., EUI-64 for an Ethernet interface), IP operation
@@ -734,7 +734,7 @@ def duplicate_hardware_link_local_disables_ip(t):
            "one without the P flag and none in the one with P=1 ('DHCPv6-PD preferred'): the A flag is ignored "
            "there",
 )
-def pio_with_p_flag_forms_no_address(t):
+def pio_with_p_flag_forms_no_address(t: CheckContext):
     """RFC 9762 updates RFC 4862 so that the Autonomous flag of a Prefix
     Information option is ignored when the option has the P flag set (the
     network prefers that the host gets a prefix by DHCPv6 Prefix Delegation

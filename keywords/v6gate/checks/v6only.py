@@ -20,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import subprocess
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -30,13 +31,14 @@ from scapy.layers.inet6 import ICMPv6DestUnreach, ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import ARP, Ether
 
 from ..core.check import Part, check
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..core.verdict import Deviation
 from ..errors import BenchError
 from ..net import match as M
 from ..net import packets as P
 from ..net import v6only as V
 from ..net.nd import fresh_prefix, prefix_option, router_advertisement
+from ..net.port import Frame
 from ..scenario.v6only import ipv4_summary
 
 #: ports the tester's peers listen on (any free port works; these read well in a pcap)
@@ -60,7 +62,7 @@ def settings(target) -> dict:
     return ext
 
 
-def dut_ipv4(t) -> ipaddress.IPv4Interface | None:
+def dut_ipv4(t: CheckContext) -> ipaddress.IPv4Interface | None:
     """The DUT's IPv4 address on a dual-stack link (extensions.v6only.ipv4), if it has one."""
     value = settings(t.target).get("ipv4")
     if not value:
@@ -72,7 +74,7 @@ def dut_ipv4(t) -> ipaddress.IPv4Interface | None:
                          "such as 198.18.1.2/24") from None
 
 
-def nat64_facts(t) -> Nat64Facts:
+def nat64_facts(t: CheckContext) -> Nat64Facts:
     n = settings(t.target).get("nat64")
     if not n:
         raise NotApplicable("the target file declares no NAT64/DNS64 path (extensions.v6only.nat64: dns64, prefix, "
@@ -89,7 +91,7 @@ def nat64_facts(t) -> Nat64Facts:
 
 
 # -- the DUT acting through its control adapter --------------------------------------------------
-def _finish(t, proc: subprocess.Popen, timeout: float) -> tuple[int | None, str, str]:
+def _finish(t: CheckContext, proc: subprocess.Popen, timeout: float) -> tuple[int | None, str, str]:
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -100,7 +102,7 @@ def _finish(t, proc: subprocess.Popen, timeout: float) -> tuple[int | None, str,
     return proc.returncode, out or "", err or ""
 
 
-def require_dut_ipv4(t, node, v4: ipaddress.IPv4Interface, tester_ipv4: str) -> None:
+def require_dut_ipv4(t: CheckContext, node, v4: ipaddress.IPv4Interface, tester_ipv4: str) -> None:
     """Bench sanity on a dual-stack link: the DUT answers ARP for the IPv4
     address the target file gives it (else the IPv4 side means nothing)."""
     who_has = (Ether(src=node.mac, dst="ff:ff:ff:ff:ff:ff")
@@ -111,14 +113,14 @@ def require_dut_ipv4(t, node, v4: ipaddress.IPv4Interface, tester_ipv4: str) -> 
                          "target file): is it configured on this link?")
 
 
-def dut_resolves(t, name: str, family: str = "any") -> list[str]:
+def dut_resolves(t: CheckContext, name: str, family: str = "any") -> list[str]:
     """The addresses the DUT's own resolver returns for ``name``."""
     limit = max(2.0, 2 * t.reply_timeout)
     _, out, _ = _finish(t, t.control.resolve(name, family=family, timeout_s=limit), limit + 2)
     return V.parse_addresses(out)
 
 
-def dut_resolves_within(t, name: str, within: float, family: str = "any", again=None) -> list[str]:
+def dut_resolves_within(t: CheckContext, name: str, within: float, family: str = "any", again=None) -> list[str]:
     """Ask the DUT to resolve ``name`` until it returns addresses or ``within``
     seconds pass (it may still be applying the resolver it just learned);
     ``again`` is called between attempts (e.g. to repeat an RA)."""
@@ -133,7 +135,7 @@ def dut_resolves_within(t, name: str, within: float, family: str = "any", again=
         t.wait(min(0.25, max(0.0, deadline - t.port.now())))
 
 
-def dut_connects(t, host: str, port: int, proto: str = "tcp") -> tuple[bool, str]:
+def dut_connects(t: CheckContext, host: str, port: int, proto: str = "tcp") -> tuple[bool, str]:
     limit = max(2.0, 2 * t.reply_timeout)
     rc, _, err = _finish(t, t.control.connect(host, port, proto=proto, timeout_s=limit), limit + 2)
     detail = (err.strip().splitlines() or [""])[-1]
@@ -141,14 +143,14 @@ def dut_connects(t, host: str, port: int, proto: str = "tcp") -> tuple[bool, str
     return rc == 0, detail or ("timed out" if rc is None else f"exit {rc}")
 
 
-def dut_pings(t, dst: str) -> bool:
+def dut_pings(t: CheckContext, dst: str) -> bool:
     rc, _, _ = _finish(t, t.control.ping(dst, count=1, wait_s=max(1.0, t.reply_timeout)), t.reply_timeout + 3)
     return rc == 0
 
 
 # -- the network the tester provides ------------------------------------------------------------
 @contextmanager
-def responding(t, *responders):
+def responding(t: CheckContext, *responders):
     """Tester-side servers (``V.DnsServer.responder`` ...) for the body of a check."""
     for r in responders:
         t.port.add_responder(r)
@@ -159,7 +161,7 @@ def responding(t, *responders):
             t.port.remove_responder(r)
 
 
-def advertise(t, *, rdnss=(), pref64=None, other_config=False, router_lifetime=0, prefixes=()) -> callable:
+def advertise(t: CheckContext, *, rdnss=(), pref64=None, other_config=False, router_lifetime=0, prefixes=()) -> Callable[[], None]:
     """Send TR1's Router Advertisement carrying resolvers (RFC 8106) and the
     NAT64 prefix (RFC 8781); router lifetime 0 unless the tester must be
     the default router.  Returns a function that sends it again."""
@@ -181,7 +183,7 @@ def advertise(t, *, rdnss=(), pref64=None, other_config=False, router_lifetime=0
     return send
 
 
-def dns_server(t, name: str = "DNS") -> V.DnsServer:
+def dns_server(t: CheckContext, name: str = "DNS") -> V.DnsServer:
     return V.DnsServer(t.node(name))
 
 
@@ -203,13 +205,13 @@ def _probe_answer(probe, proto_layer, dst: str):
     return m
 
 
-def _from_node(t, node, dst: str, ipv4_src: str | None):
+def _from_node(t: CheckContext, node, dst: str, ipv4_src: str | None):
     if ipv4_src:
         return Ether(src=node.mac, dst=t.dut.mac) / IP(src=ipv4_src, dst=dst)
     return t.to_dut(node, dst)
 
 
-def tcp_probe(t, node, dst: str, port: int, ipv4_src: str | None = None) -> str:
+def tcp_probe(t: CheckContext, node, dst: str, port: int, ipv4_src: str | None = None) -> str:
     """A SYN from an emulated node to the DUT (over IPv4 when ``ipv4_src``):
     'open' (SYN-ACK, then reset at once), 'closed' (RST or ICMP
     unreachable) or 'silent'."""
@@ -232,7 +234,7 @@ UDP_REQUESTS = {
 }
 
 
-def udp_probe(t, node, dst: str, port: int, ipv4_src: str | None = None) -> str:
+def udp_probe(t: CheckContext, node, dst: str, port: int, ipv4_src: str | None = None) -> str:
     """A request (DNS, NTP) or a small datagram to the DUT: 'open' (an
     answer), 'closed' (port unreachable) or 'silent'."""
     sport = 40000 + secrets.randbelow(20000)
@@ -268,7 +270,7 @@ def udp_probe(t, node, dst: str, port: int, ipv4_src: str | None = None) -> str:
                     "IPv4 and no DHCPv4 without option 108 meanwhile"),
     ],
 )
-def host_sends_no_ipv4_on_an_ipv6_only_link(t):
+def host_sends_no_ipv4_on_an_ipv6_only_link(t: CheckContext):
     """An IPv6-only host works with no IPv4 on its link: it configures
     itself and its applications reach names and services over IPv6, and it
     does not fall back to IPv4 (no ARP, no IPv4 packets).  The one IPv4
@@ -281,7 +283,7 @@ def host_sends_no_ipv4_on_an_ipv6_only_link(t):
     return _working_without_ipv4(t)
 
 
-def _startup_without_ipv4(t):
+def _startup_without_ipv4(t: CheckContext):
     since = t.restart_dut()
     window = float(t.timing["ready_timeout_s"])
     t.note(f"watching the DUT's start-up for {window:g} s (target timing ready_timeout_s)")
@@ -298,12 +300,12 @@ def _startup_without_ipv4(t):
     return t.conclude(f"{window:g} s of start-up with {seen_ok}; {address} answered an Echo Request", [])
 
 
-def _echo_answered(t, node, address: str) -> bool:
+def _echo_answered(t: CheckContext, node, address: str) -> bool:
     req = t.to_dut(node, address) / ICMPv6EchoRequest(id=0x6E0F, seq=1, data=P.nonce(16))
     return t.expect_reply(req, M.echo_reply_to(req), what=f"Echo Reply from {address}") is not None
 
 
-def _working_without_ipv4(t):
+def _working_without_ipv4(t: CheckContext):
     since = t.port.now()
     dns = dns_server(t)
     server = t.node("SERVER")
@@ -358,7 +360,7 @@ def _dhcp_client_messages(frames) -> list:
     return [f for f in frames if UDP in f.pkt and f.pkt[UDP].dport == V.DHCP_SERVER_PORT and DHCP in f.pkt]
 
 
-def _not_claimed(t, seen: str):
+def _not_claimed(t: CheckContext, seen: str):
     """RFC 8925 is optional: a host that does not claim it is reported, not failed."""
     raise NotApplicable(f"the target does not claim RFC8925 (capabilities in the target file); for information: "
                         f"{seen}")
@@ -388,7 +390,7 @@ def _not_claimed(t, seen: str):
                     "MIN_V6ONLY_WAIT (300 s, RFC 8925 §3.4)"),
     ],
 )
-def ipv6_only_preferred_option_stops_dhcpv4(t):
+def ipv6_only_preferred_option_stops_dhcpv4(t: CheckContext):
     """RFC 8925 §3.2: a client in IPv6-only preferred mode "MUST include
     the IPv6-Only Preferred option code in the Parameter Request List in the
     DHCPDISCOVER and DHCPREQUEST messages".  When the DHCPOFFER carries the
@@ -421,7 +423,7 @@ def ipv6_only_preferred_option_stops_dhcpv4(t):
     return _quiet_for_v6only_wait(t, offer, wait_s)
 
 
-def _asks_for_108(t, since, discover):
+def _asks_for_108(t: CheckContext, since, discover):
     t.wait(max(0.0, discover.time + t.reply_timeout - t.port.now()))
     msgs = [f for f in _dhcp_client_messages(t.collect(M.anything(), 0, since=since))
             if V.dhcp_message(f.pkt) in ("DHCPDISCOVER", "DHCPREQUEST")]
@@ -436,7 +438,7 @@ def _asks_for_108(t, since, discover):
     return t.conclude(seen, [])
 
 
-def _stops_after_offer(t, since, offer, yiaddr):
+def _stops_after_offer(t: CheckContext, since, offer, yiaddr):
     window = max(t.silence, float(V.DHCP_FIRST_RETRANSMIT_S))
     t.wait(max(0.0, offer.time + window - t.port.now()))
     after = [f for f in t.collect(M.anything(), 0, since=offer.time) if V.ipv4_kind_of(f.pkt)]
@@ -458,7 +460,7 @@ def _stops_after_offer(t, since, offer, yiaddr):
                        f"ARP probe for {yiaddr}", [])
 
 
-def _quiet_for_v6only_wait(t, offer, wait_s):
+def _quiet_for_v6only_wait(t: CheckContext, offer, wait_s):
     # RFC 8925 §3.2: quiet for V6ONLY_WAIT; a second of tolerance for the client's timer granularity.
     # Watched as it happens: the port keeps minutes of history, V6ONLY_WAIT is longer.
     until = offer.time + wait_s - 1.0
@@ -500,7 +502,7 @@ def _quiet_for_v6only_wait(t, offer, wait_s):
                     "AAAA and returns the address; no DNS over IPv4"),
     ],
 )
-def names_are_resolved_over_ipv6(t):
+def names_are_resolved_over_ipv6(t: CheckContext):
     """A host on an IPv6-only link learns its recursive resolvers over
     IPv6: from the RA's RDNSS option (RFC 8106 §5.3.1: the host "SHOULD"
     use them) or from stateless DHCPv6 (RFC 8415 §18.2.6, option 23 of
@@ -557,7 +559,7 @@ def names_are_resolved_over_ipv6(t):
     expect="the DUT resolves a name that has only an A record to the AAAA its DNS64 resolver synthesizes in the "
            "NAT64 prefix, and opens a TCP connection to it over IPv6 (through the NAT64 to the IPv4-only server)",
 )
-def ipv4_only_name_is_reached_through_nat64(t):
+def ipv4_only_name_is_reached_through_nat64(t: CheckContext):
     """IPv6-only hosts reach the IPv4 Internet through NAT64 (RFC 6146)
     with DNS64 (RFC 6147): for a name with no AAAA record the DNS64
     synthesizes one from the A record with the NAT64 prefix (RFC 6052
@@ -601,7 +603,7 @@ def ipv4_only_name_is_reached_through_nat64(t):
                     "refused (no port unreachable) where it has no request/answer; never over IPv4 only"),
     ],
 )
-def declared_services_answer_over_ipv6(t):
+def declared_services_answer_over_ipv6(t: CheckContext):
     """An IPv6-only network reaches a device's services over IPv6 only:
     every service it offers must be reachable over IPv6, on the same ports
     as over IPv4 (a port open on IPv4 only is a service lost when IPv4 is
@@ -648,7 +650,7 @@ def declared_services_answer_over_ipv6(t):
     expect="asked to connect to a name that has both an AAAA and an A record, the DUT sends its first SYN to the "
            "IPv6 address (precedence 40 of ::/0 over 35 of ::ffff:0:0/96) and connects over IPv6",
 )
-def ipv6_is_preferred_for_a_dual_stack_name(t):
+def ipv6_is_preferred_for_a_dual_stack_name(t: CheckContext):
     """With both families available, destination address selection
     (RFC 6724 §6, rule 6: prefer higher precedence) with the default
     policy table (§2.1) orders IPv6 destinations before IPv4-mapped ones,
@@ -714,7 +716,7 @@ DEFAULT_IPV4_LITERAL = "198.18.0.10"
                     "those records reveal"),
     ],
 )
-def clat_uses_the_discovered_nat64_prefix(t):
+def clat_uses_the_discovered_nat64_prefix(t: CheckContext):
     """A CLAT (RFC 6877 §6.3) translates the host's IPv4 packets into IPv6
     with the NAT64 prefix of the network, which it discovers from the PREF64
     option of Router Advertisements (RFC 8781 §5: hosts "SHOULD" use it) or
@@ -779,7 +781,7 @@ def clat_uses_the_discovered_nat64_prefix(t):
 PREF64_EXPIRY_MARGIN_S = 1.5
 
 
-def _clat_syn(t, literal: str, expected: str, port: int) -> tuple[object | None, str]:
+def _clat_syn(t: CheckContext, literal: str, expected: str, port: int) -> tuple[Frame | None, str]:
     """Ask the DUT to connect to ``literal``; the first SYN it sent to
     ``expected`` (the literal in the advertised NAT64 prefix), if any."""
     since = t.port.now()
@@ -809,7 +811,7 @@ def _clat_syn(t, literal: str, expected: str, port: int) -> tuple[object | None,
                     "4 s later and no longer 8 s (+1.5 s margin) later"),
     ],
 )
-def pref64_lifetime_is_honoured(t):
+def pref64_lifetime_is_honoured(t: CheckContext):
     """'Scaled Lifetime: 13-bit unsigned integer. The maximum time in units of
     8 seconds over which this NAT64 prefix MAY be used' (RFC 8781 §4); a
     lifetime of zero says the prefix must no longer be used, and a host

@@ -88,6 +88,8 @@ class CheckContext:
         self._advertised: dict[tuple[str, str], dict] = {}  # router (mac, ll) -> {(prefix, len): (L, A)}
         self._link_parameters: list = [set(), None]  # RA fields this check set on the DUT, and the last router
         self.primed: set[str] = set()  # node addresses the DUT was given a neighbour entry for (common setup)
+        #: the RetransTimer (s) an RA of this check advertised: it replaces the target's for the rest of the check
+        self.nd_advertised_retrans: float | None = None
         self.setup = setup_of(check)
         self.t0 = port.now()
 

@@ -12,6 +12,7 @@ otherwise: it answers Neighbor Solicitations for its addresses (RFC 4861
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from scapy.layers.inet6 import (
     ICMPv6EchoReply,
@@ -39,6 +40,8 @@ class EmulatedNode:
     extra_addrs: list[str] = field(default_factory=list)
     #: log of (time, summary) for every automatic answer, for the evidence
     answered: list = field(default_factory=list)
+    #: a node beyond a router: the path to it (scenario/firsthop.py sets it)
+    offlink: Any = None
 
     @classmethod
     def fresh(cls, name: str, prefix=None, *, router: bool = False) -> EmulatedNode:

@@ -20,6 +20,10 @@ import ipaddress
 import secrets
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (not at run time: the audit imports this module without Scapy, see audit/hosts.py)
+    from .nodes import EmulatedNode
 
 # -- RFC numbers ---------------------------------------------------------------------------
 ETH_P_IPV4 = 0x0800
@@ -230,7 +234,7 @@ class DnsServer:
     (UDP).  ``records``: name -> {"AAAA": [...], "A": [...]}; other names
     get NXDOMAIN, other types of a known name NODATA."""
 
-    node: object
+    node: EmulatedNode
     records: dict = field(default_factory=dict)
     ttl: int = 30
     queries: list = field(default_factory=list)
@@ -274,7 +278,7 @@ class Dhcp6InfoServer:
     """A stateless DHCPv6 server (RFC 8415 §18.3.6): answers
     Information-Request with the DNS Recursive Name Server option (RFC 3646)."""
 
-    node: object
+    node: EmulatedNode
     dns_servers: list
     requests: list = field(default_factory=list)
 
@@ -319,7 +323,7 @@ class TcpPeer:
     node's IPv6 addresses and, when given, at ``ipv4`` (answering ARP for
     it): SYN -> SYN-ACK, FIN -> FIN-ACK, data -> ACK.  Records every SYN."""
 
-    node: object
+    node: EmulatedNode
     ports: tuple
     ipv4: str | None = None
     syns: list = field(default_factory=list)

@@ -27,7 +27,7 @@ from scapy.layers.inet6 import (
 )
 from scapy.layers.l2 import Ether
 
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..core.control import NotSupported
 from ..core.verdict import Deviation
 from ..errors import BenchError, TargetFileError
@@ -98,7 +98,7 @@ def settings(target) -> Settings:
     return s
 
 
-def require_duid_type(t, key: str) -> None:
+def require_duid_type(t: CheckContext, key: str) -> None:
     """SKIP a part for a DUID type the target does not declare."""
     declared = settings(t.target).duid_types
     if declared is not None and key not in declared:
@@ -119,7 +119,7 @@ class Binding:
 class Bench:
     """The tester as the DUT's router (RA with M/O flags) and DHCPv6 server."""
 
-    def __init__(self, t, *, mode: str = STATEFUL, t1: int = 0, t2: int = 0, preferred: int = 300, valid: int = 600,
+    def __init__(self, t: CheckContext, *, mode: str = STATEFUL, t1: int = 0, t2: int = 0, preferred: int = 300, valid: int = 600,
                  preference: int | None = 255, dns: bool = True, start: bool = True):
         self.t = t
         self.mode = mode
@@ -439,7 +439,7 @@ class Observed:
     since: float = 0.0
 
 
-def observe(t, msg_type: int, *, mode: str | None = None, bench: Bench | None = None, **bench_kw) -> Observed:
+def observe(t: CheckContext, msg_type: int, *, mode: str | None = None, bench: Bench | None = None, **bench_kw) -> Observed:
     """Drive the DUT until it sends its first ``msg_type`` and return it
     (a DUT that never sends it: Deviation, the check's FAIL).
 

@@ -18,6 +18,7 @@ import secrets
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
 from scapy.layers.l2 import Ether
 
+from ..core.context import CheckContext
 from ..core.verdict import Deviation
 from ..net import packets as P
 from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
@@ -58,7 +59,7 @@ class FirstHop:
     """TR1 as the DUT's only default router on the link prefix (or
     ``prefix``), with the DUT's global address in it learned."""
 
-    def __init__(self, t, *, prefix: ipaddress.IPv6Network | None = None,
+    def __init__(self, t: CheckContext, *, prefix: ipaddress.IPv6Network | None = None,
                  router_lifetime: int = DEFAULT_ROUTER_LIFETIME, on_link: bool = True, valid: int = 2592000,
                  preferred: int = 604800, reachable_ms: int = 0, retrans_ms: int = 0, autonomous: int = 1,
                  sllao: bool = True):
@@ -131,7 +132,7 @@ class FirstHop:
         net = prefix or fresh_prefix(avoid=self.prefix)
         off = P.address_in(net, P.random_iid())
         node.extra_addrs.append(off)
-        node.offlink = off  # type: ignore[attr-defined]
+        node.offlink = off
         self.t.note(f"{name} off-link address {off}")
         return self.name(node)
 

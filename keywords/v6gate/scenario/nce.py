@@ -39,6 +39,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
+from ..core.context import CheckContext
 from ..core.verdict import Deviation
 from ..net import packets as P
 from ..net.nd import ND_HOP_LIMIT, router_advertisement
@@ -77,7 +78,7 @@ class NudTiming:
     reply: float  # how long a reply may take on this bench
 
     @classmethod
-    def of(cls, t) -> NudTiming:
+    def of(cls, t: CheckContext) -> NudTiming:
         ext = (t.target.extensions or {}).get("nd") or {}
         dfp = ext.get("delay_first_probe_time_s", DELAY_FIRST_PROBE_TIME)
         if not isinstance(dfp, int | float) or isinstance(dfp, bool) or not 0 < dfp <= 60:
@@ -119,13 +120,13 @@ class NudTiming:
         return MAX_RANDOM_FACTOR * reachable_ms / 1000 + max(0.25, self.retrans)
 
 
-def advertised_retrans(t, retrans_ms: int) -> None:
+def advertised_retrans(t: CheckContext, retrans_ms: int) -> None:
     """Record on the check's context that it advertised ``retrans_ms`` as
     RetransTimer (it replaces the target's for the rest of that check)."""
     t.nd_advertised_retrans = retrans_ms / 1000
 
 
-def set_nd_timers(t, *, reachable_ms: int | None = None, retrans_ms: int | None = None) -> None:
+def set_nd_timers(t: CheckContext, *, reachable_ms: int | None = None, retrans_ms: int | None = None) -> None:
     """A Router Advertisement from the tester (Router Lifetime 0: not a
     default router; no SLLA: no neighbour entry) that sets the DUT's
     BaseReachableTime and/or RetransTimer (RFC 4861 §6.3.4).  Checks whose
@@ -183,7 +184,7 @@ class Neighbour:
     not answer Neighbor Solicitations by itself: the check does, so that
     it decides the entry's state."""
 
-    def __init__(self, t, node, addr: str | None = None, dut_addr: str | None = None):
+    def __init__(self, t: CheckContext, node, addr: str | None = None, dut_addr: str | None = None):
         node.answers_ns = False
         self.t = t
         self.node = node
@@ -522,7 +523,7 @@ def judge_resolution_continues(nb: Neighbour, since: float) -> tuple[list[str], 
     return problems, seen
 
 
-def trials(t, run_once, *, n: int = 3):
+def trials(t: CheckContext, run_once, *, n: int = 3):
     """Repeat a timing-sensitive procedure: each trial returns (ok, seen);
     stop when a majority of ``n`` agrees.  The verdict carries k/n."""
     need = n // 2 + 1

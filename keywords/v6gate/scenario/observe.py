@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
 from scapy.layers.l2 import Ether
 
+from ..core.context import CheckContext
 from ..core.ledger import ADDRESS_LEASE_S
 from ..core.setup import JUDGED_BY
 from ..net import match as M
@@ -31,20 +32,20 @@ from ..net.port import Frame
 from ..net.rd import MAX_RTR_SOLICITATION_DELAY
 
 
-def dad_window(t) -> float:
+def dad_window(t: CheckContext) -> float:
     """How long after an RA the DUT may take to probe a new address: a
     random delay up to MAX_RTR_SOLICITATION_DELAY (RFC 4862 §5.4.2) plus the
     reply timeout."""
     return t.reply_timeout + MAX_RTR_SOLICITATION_DELAY
 
 
-def dad_probe_in(t, prefix: ipaddress.IPv6Network, since: float, within: float | None = None) -> Frame | None:
+def dad_probe_in(t: CheckContext, prefix: ipaddress.IPv6Network, since: float, within: float | None = None) -> Frame | None:
     """The DUT's DAD Neighbor Solicitation for an address in ``prefix``."""
     return t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix)), dad_window(t) if within is None else within,
                          since=since)
 
 
-def dad_done(t, probe: Frame) -> None:
+def dad_done(t: CheckContext, probe: Frame) -> None:
     """Wait until DAD started by ``probe`` is over (DupAddrDetectTransmits
     probes RetransTimer apart; the lab sends one) plus a scheduling margin."""
     t.wait(max(0.0, probe.time + t.retrans_timer - t.port.now()) + 0.2)
@@ -60,14 +61,14 @@ class Autoconf:
         return (f"the DUT formed no address from prefix {self.prefix} (no DAD probe within the window; "
                 "RFC 4862 §5.5.3), so the behaviour under test cannot be observed")
 
-    def require(self, t) -> str:
+    def require(self, t: CheckContext) -> str:
         """The address, or NOT_JUDGED (precondition address:<prefix>, judged by the SLAAC check)."""
         if self.address is None:
             raise t.not_judged(f"address:{self.prefix}", JUDGED_BY["global-address"], self.missing())
         return self.address
 
 
-def autoconfigure(t, router: EmulatedNode, prefix: ipaddress.IPv6Network | None = None, *,
+def autoconfigure(t: CheckContext, router: EmulatedNode, prefix: ipaddress.IPv6Network | None = None, *,
                   valid: int = ADDRESS_LEASE_S, preferred: int = ADDRESS_LEASE_S, **ra_fields) -> Autoconf:
     """Send an RA from ``router`` with a fresh /64 (A=1, L=1) and wait for the
     DUT's address in it to leave DAD."""
@@ -83,7 +84,7 @@ def autoconfigure(t, router: EmulatedNode, prefix: ipaddress.IPv6Network | None 
     return Autoconf(prefix, probe.pkt[ICMPv6ND_NS].tgt, probe)
 
 
-def offlink_node(t, name: str = "TN2") -> EmulatedNode:
+def offlink_node(t: CheckContext, name: str = "TN2") -> EmulatedNode:
     """A node beyond the routers: its address is in a prefix no RA announces."""
     return t.node(name, prefix=fresh_prefix(avoid=t.target.link_prefix))
 
@@ -105,7 +106,7 @@ class Path:
         return f"elsewhere: {how} to {self.frame.pkt[Ether].dst}"
 
 
-def next_hop_for(t, source: EmulatedNode, dut_addr: str, *, via: EmulatedNode | None = None,
+def next_hop_for(t: CheckContext, source: EmulatedNode, dut_addr: str, *, via: EmulatedNode | None = None,
                  routers: list[EmulatedNode] = (), within: float | None = None,
                  src: str | None = None, tries: int = 2) -> Path:
     """Send an Echo Request from ``source`` (its global address unless
@@ -122,7 +123,7 @@ def next_hop_for(t, source: EmulatedNode, dut_addr: str, *, via: EmulatedNode | 
     return path
 
 
-def _next_hop_once(t, source, dut_addr, *, via, routers, within, src) -> Path:
+def _next_hop_once(t: CheckContext, source, dut_addr, *, via, routers, within, src) -> Path:
     src = src or source.global_addr or source.link_local
     sender = via or source
     req = (Ether(src=sender.mac, dst=t.dut.mac) / IPv6(src=src, dst=dut_addr, hlim=64 if via is None else 63)
@@ -159,7 +160,7 @@ def _next_hop_once(t, source, dut_addr, *, via, routers, within, src) -> Path:
     return Path("other", None, frame)
 
 
-def echo_hop_limit(t, node: EmulatedNode, dst: str | None = None, tries: int = 3) -> tuple[int | None, list[int]]:
+def echo_hop_limit(t: CheckContext, node: EmulatedNode, dst: str | None = None, tries: int = 3) -> tuple[int | None, list[int]]:
     """The Hop Limit of the DUT's Echo Reply to ``node`` (and of every reply
     that arrived: an impostor or a second stack shows up as a second value).
     Up to ``tries`` requests, so that one lost to a busy DUT is no verdict."""

@@ -17,6 +17,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
+from ..core.context import CheckContext
 from ..core.ledger import ADDRESS_LEASE_S
 from ..core.verdict import NotJudged
 from ..errors import BenchError
@@ -34,7 +35,7 @@ MAX_RTR_SOLICITATION_DELAY = 1.0
 class OffLinkPath:
     """The DUT's routed path through the emulated router TR1."""
 
-    t: object
+    t: CheckContext
     router: EmulatedNode
     prefix: ipaddress.IPv6Network  # advertised on the DUT's link
     dut: str  # the DUT's address in that prefix
@@ -73,7 +74,7 @@ class OffLinkPath:
                                                                     **fields)
 
 
-def become_router(t, *, mtu: int | None = None, router_lifetime: int = ROUTER_LIFETIME,
+def become_router(t: CheckContext, *, mtu: int | None = None, router_lifetime: int = ROUTER_LIFETIME,
                   prefix: ipaddress.IPv6Network | None = None, lease_s: int = ADDRESS_LEASE_S) -> OffLinkPath:
     """TR1 advertises ``prefix`` (default: a fresh /64, autonomous and
     on-link) and itself as default router; returns once the DUT has
@@ -82,7 +83,7 @@ def become_router(t, *, mtu: int | None = None, router_lifetime: int = ROUTER_LI
                             router_lifetime=router_lifetime, lease_s=lease_s)
 
 
-def advertise_prefix(t, prefix: ipaddress.IPv6Network, *, mtu: int | None = None,
+def advertise_prefix(t: CheckContext, prefix: ipaddress.IPv6Network, *, mtu: int | None = None,
                      router_lifetime: int = 0, lease_s: int = ADDRESS_LEASE_S) -> OffLinkPath:
     """TR1 advertises ``prefix`` (autonomous, on-link, valid and preferred
     for ``lease_s``: the check's probes and little more, ADDRESS_LEASE_S by

@@ -7,7 +7,7 @@ from __future__ import annotations
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
 from scapy.packet import Packet
 
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..core.verdict import Outcome
 from ..net import icmperr
 from ..net import match as M
@@ -23,14 +23,14 @@ ECHO_HEADER = 8  # ICMPv6 Echo: type, code, checksum, identifier, sequence numbe
 REASSEMBLY_TIMEOUT = 60.0
 
 
-def deadline_margin(t) -> float:
+def deadline_margin(t: CheckContext) -> float:
     """How far the tester stays from a protocol deadline (the 60 s of
     reassembly, the 5 minutes of RFC 8201): a few reply timeouts, never
     less than the 5 s a shared bench's scheduling noise can take."""
     return max(5.0, 3 * t.reply_timeout)
 
 
-def skip_forwarding_parts(t) -> None:
+def skip_forwarding_parts(t: CheckContext) -> None:
     """Router-only parts that forward to a second link SKIP (with the reason)."""
     if t.p.__dict__.get("forwarding"):
         raise NotApplicable(FORWARDING_PARTS)
@@ -54,7 +54,7 @@ def invoking(pkt: Packet) -> bytes:
     return bytes(pkt[IPv6])
 
 
-def expect_echo_reply(t, probes, request: Packet, *, what: str = "Echo Reply", within: float | None = None,
+def expect_echo_reply(t: CheckContext, probes, request: Packet, *, what: str = "Echo Reply", within: float | None = None,
                       to: str | None = None, size: int | None = None) -> Outcome:
     """PASS when the DUT answers ``request`` (sent as ``probes``) with an
     Echo Reply carrying its identifier, sequence number and data, to the
@@ -66,7 +66,7 @@ def expect_echo_reply(t, probes, request: Packet, *, what: str = "Echo Reply", w
     return t.conclude(seen, problems)
 
 
-def judge_echo_reply(t, frame, request: Packet, *, to: str | None = None, size: int | None = None):
+def judge_echo_reply(t: CheckContext, frame, request: Packet, *, to: str | None = None, size: int | None = None):
     """(problems, seen) for an Echo Reply, reassembling it if the DUT
     fragmented it."""
     pkt = frame.pkt
@@ -95,7 +95,7 @@ def judge_echo_reply(t, frame, request: Packet, *, to: str | None = None, size: 
     return problems, seen
 
 
-def datagram(t, frame) -> list[Packet]:
+def datagram(t: CheckContext, frame) -> list[Packet]:
     """Every fragment of the DUT's datagram ``frame`` starts (waits until it
     is complete, at most the reply timeout)."""
     frames = t.port.collect(t.from_dut(same_datagram(frame.pkt)), t.reply_timeout, since=frame.time - 0.5,
@@ -103,7 +103,7 @@ def datagram(t, frame) -> list[Packet]:
     return [f.pkt for f in frames]
 
 
-def expect_error(t, probes, *, src: str, type_: int, code, invoking_: bytes | list[bytes], field: int | None = None,
+def expect_error(t: CheckContext, probes, *, src: str, type_: int, code, invoking_: bytes | list[bytes], field: int | None = None,
                  pointed_octet: int | None = None, request: Packet | None = None, within: float | None = None,
                  dut_dst: str | None = None) -> Outcome:
     """PASS when the DUT answers the probes (sent from ``src``) with the
@@ -140,7 +140,7 @@ def expect_error(t, probes, *, src: str, type_: int, code, invoking_: bytes | li
     return t.conclude(err.describe(), problems)
 
 
-def expect_no_answer(t, probes, *, src: str, request: Packet | None = None, what: str | None = None,
+def expect_no_answer(t: CheckContext, probes, *, src: str, request: Packet | None = None, what: str | None = None,
                      within: float | None = None) -> Outcome:
     """PASS when neither an Echo Reply to ``request`` nor any ICMPv6 error
     quoting a packet from ``src`` comes back, and the DUT is still alive."""

@@ -8,6 +8,7 @@ from scapy.layers.inet6 import (
     ICMPv6ND_NS,
 )
 
+from ..core.context import CheckContext
 from ..net.nd import fresh_prefix, prefix_option, router_advertisement
 from .observe import (
     dad_probe_in,
@@ -19,7 +20,7 @@ DELAY_FIRST_PROBE_TIME = 5.0
 MAX_UNICAST_SOLICIT = 3
 
 
-def _ra_effects(t, router, prefix, chlim: int, since: float) -> list[str]:
+def _ra_effects(t: CheckContext, router, prefix, chlim: int, since: float) -> list[str]:
     """What shows that the DUT processed an RA: an address formed from its
     prefix (a DAD probe) or its Cur Hop Limit on the DUT's packets."""
     seen = []
@@ -34,7 +35,7 @@ def _ra_effects(t, router, prefix, chlim: int, since: float) -> list[str]:
     return seen
 
 
-def _valid_ra_takes_effect(t, router, avoid_hop_limit: int | None) -> tuple[bool, str]:
+def _valid_ra_takes_effect(t: CheckContext, router, avoid_hop_limit: int | None) -> tuple[bool, str]:
     """After a part that requires an RA to be discarded: a valid RA (fresh
     prefix, new Cur Hop Limit, Router Lifetime 0 so it installs no router)
     must take effect, or the DUT may simply ignore every RA and the discard

@@ -28,7 +28,7 @@ from scapy.layers.inet import TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..core.control import NotSupported
 from ..core.verdict import Deviation
 from ..errors import BenchError
@@ -80,7 +80,7 @@ class Client:
         return private.keep(self.workdir).wrap(["smbclient", *args])
 
 
-def ask(t, cl: Client, module: str, args: list[str], what: str, settle: float = 0.2) -> tuple[dict, float]:
+def ask(t: CheckContext, cl: Client, module: str, args: list[str], what: str, settle: float = 0.2) -> tuple[dict, float]:
     """Run a protocol speaker of ``net/`` (``python -m MODULE ARGS``, see
     ``net/speaker.py``) on the client node: (its JSON answer, the session's
     start on the tester's clock).  A speaker still waiting on the DUT's
@@ -110,7 +110,7 @@ def _text(b) -> str:
     return b.decode(errors="replace") if isinstance(b, bytes) else b
 
 
-def client(t, far: bool = False) -> Client:
+def client(t: CheckContext, far: bool = False) -> Client:
     """The node the clients run on (see the module docstring); ``far``: the
     one behind a lower-MTU path (lab: storage-far-client; a real bench:
     extensions.storage.low_mtu_path.client)."""
@@ -141,7 +141,7 @@ def settings(target) -> dict:
     return ext
 
 
-def service(t, capability: str, having: str | None = None) -> dict:
+def service(t: CheckContext, capability: str, having: str | None = None) -> dict:
     """The target's declared service for a storage capability (services with
     ``protocol``, then extensions.storage.services), or its default port;
     ``having``: the first entry that declares that field (SKIP when none does)."""
@@ -158,7 +158,7 @@ def service(t, capability: str, having: str | None = None) -> dict:
     return {"port": port, **(declared[0] if declared else {"name": proto})}
 
 
-def endpoint(t, capability: str, far: bool = False, having: str | None = None) -> tuple[str, dict, int, Client]:
+def endpoint(t: CheckContext, capability: str, far: bool = False, having: str | None = None) -> tuple[str, dict, int, Client]:
     """(the service's address, its declared service, the service's port, the client node): the
     address the entry names (``address``: an endpoint that is a device of its own, as the lab's
     VM target), else the DUT's global address."""
@@ -167,14 +167,14 @@ def endpoint(t, capability: str, far: bool = False, having: str | None = None) -
     return addr, svc, int(svc["port"]), client(t, far)
 
 
-def dut_address(t) -> str:
+def dut_address(t: CheckContext) -> str:
     """The DUT's global address the clients talk to (the precondition of every storage check).  A DUT
     without one is NOT_JUDGED ``global-address`` (judged by slaac.global_address_is_formed_and_probed),
     not FAIL or ERROR: ``global_address`` raises that itself (tests/lab/test_storage_preconditions.py)."""
     return str(t.dut.global_address())
 
 
-def lab_export(t) -> str:
+def lab_export(t: CheckContext) -> str:
     """The lab's NFS export path (the NFSv3 MOUNT path), when the target file gives none."""
     export = t.session.service_setting("nfs-ganesha", "export_path")
     if not export:
@@ -187,7 +187,7 @@ def url_host(addr: str) -> str:
 
 
 # -- the session on the wire ------------------------------------------------------------------
-def session_frames(t, since: float, dut: str, port: int) -> list:
+def session_frames(t: CheckContext, since: float, dut: str, port: int) -> list:
     """IPv6 frames of the session between any client and the DUT's service port."""
     def is_session(p) -> bool:
         if IPv6 not in p:
@@ -199,7 +199,7 @@ def session_frames(t, since: float, dut: str, port: int) -> list:
     return t.collect(is_session, 0, since=since, any_source=True)
 
 
-def ipv4_problem(t, since: float, mac: str | None = None) -> str | None:
+def ipv4_problem(t: CheckContext, since: float, mac: str | None = None) -> str | None:
     """The DUT's IPv4 frames on the link in the window (RFC 8925 DHCPv4
     excepted), as a problem line; ``mac``: those of the device with that
     MAC instead (an endpoint of its own, e.g. a separate NVMe/TCP target)."""
@@ -238,7 +238,7 @@ def classify(addr: str, link_is_global: bool = True) -> str | None:
     return None
 
 
-def dut_frames_summary(t, since: float, dut: str, limit: int = 4) -> str:
+def dut_frames_summary(t: CheckContext, since: float, dut: str, limit: int = 4) -> str:
     def wanted(p) -> bool:  # its Neighbor Discovery aside
         return IPv6 in p and p[IPv6].src == dut and not (
             p[IPv6].nh == 58 and 133 <= getattr(p[IPv6].payload, "type", 0) <= 137)

@@ -3,11 +3,12 @@ the DUT sent in a window."""
 
 from __future__ import annotations
 
+from ..core.context import CheckContext
 from ..net import match as M
 from ..net import v6only as V
 
 
-def ipv4_summary(t, since: float) -> tuple[dict, list, dict]:
+def ipv4_summary(t: CheckContext, since: float) -> tuple[dict, list, dict]:
     """(IPv4 the DUT depends on: counts, first frames; DHCPv4 RFC 8925 allows: counts)."""
     frames = t.collect(M.anything(), 0, since=since)
     bad, firsts = V.summarize_ipv4(frames, since)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
@@ -68,7 +69,7 @@ def _judge_inform(m: D.Message, address: str, valid: int, preferred: int) -> lis
                     "IRT (1 s) x (1 +- 0.1) later (RFC 9686 §4.5, RFC 8415 §15)"),
     ],
 )
-def self_generated_address_is_registered(t):
+def self_generated_address_is_registered(t: CheckContext):
     """'After successfully assigning a self-generated IPv6 address ... a
     client implementing this specification SHOULD multicast an
     ADDR-REG-INFORM message'; it 'MUST be sent from the address being

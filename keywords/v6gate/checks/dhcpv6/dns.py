@@ -16,6 +16,7 @@ import secrets
 import subprocess
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
@@ -26,7 +27,7 @@ IGNORES_DNS = "impostor_client_ignores_dns_options"
 ANSWER = "2001:db8:ffff::d6"
 
 
-def _resolve(t, name: str, servers: list, *, settle: float = 0.3):
+def _resolve(t: CheckContext, name: str, servers: list, *, settle: float = 0.3):
     """Make the DUT resolve ``name``; return (queries seen at ``servers``, what it printed)."""
     responders = [D.DnsResponder(t.port, n, t.dut.mac, ANSWER).start() for n in servers]
     for r in responders:
@@ -49,7 +50,7 @@ def _resolve(t, name: str, servers: list, *, settle: float = 0.3):
     return queries, (out or "").strip()
 
 
-def _judge_dns(t, queries, output: str, *, server: str, name: str, lead: str):
+def _judge_dns(t: CheckContext, queries, output: str, *, server: str, name: str, lead: str):
     if not queries:
         raise Deviation(f"{lead}; the DUT sent no DNS query to the server(s) it was given "
                          f"(resolver output: {output[:120] or 'nothing'})")
@@ -69,7 +70,7 @@ def _label() -> str:
     return f"v6g{secrets.token_hex(3)}"
 
 
-def _dns_use(t, mode: str, what: str):
+def _dns_use(t: CheckContext, mode: str, what: str):
     """what: server | domain | server_update | domain_update | server_order | domain_order | confirm_*"""
     b = X.Bench(t, mode=mode, start=False, t1=2 if "update" in what else 0, t2=200 if "update" in what else 0)
     s1 = b.dns
@@ -145,7 +146,7 @@ USING_PARTS = [Part("A", "Using DNS Recursive Name Server option", what="server"
                           "preference)"),
               Part("F", "Domain Search List option with several domains", what="domain_order",
                    expect="of two search domains in the option, the first listed is tried first")])
-def dns_configuration_from_reply_is_used(t):
+def dns_configuration_from_reply_is_used(t: CheckContext):
     """"The DNS Recursive Name Server option provides a list of one or more
     IPv6 addresses of DNS recursive name servers to which a client's DNS
     resolver MAY send DNS queries. The DNS servers are listed in the order of
@@ -164,7 +165,7 @@ def dns_configuration_from_reply_is_used(t):
                    expect="after the reboot and the Confirm, a name is asked of the DNS server of the lease"),
               Part("D", "Domain Search List option after the Confirm exchange", what="confirm_domain",
                    expect="after the reboot and the Confirm, a single-label name gets the lease's search domain")])
-def dns_configuration_survives_a_confirm(t):
+def dns_configuration_survives_a_confirm(t: CheckContext):
     """A client that confirms its lease after a reboot (RFC 8415 §18.2.3)
     goes on with the configuration of that lease: the DNS Recursive Name
     Server and Domain Search List options (RFC 3646 §3, §4), here sent again
@@ -177,7 +178,7 @@ def dns_configuration_survives_a_confirm(t):
        dut_config=X.DUT_CONFIG, fault=IGNORES_DNS,
        expect="after an RA with M=0 O=1, the Information-request / Reply exchange completes and the DUT resolves "
               "names through the DNS server of the Reply")
-def stateless_exchange_configures_the_dut(t):
+def stateless_exchange_configures_the_dut(t: CheckContext):
     """A client that needs only configuration information sends an
     Information-request and uses the Reply's options (RFC 8415 §18.2.6,
     §18.2.10), here the DNS server of RFC 3646 §3."""
@@ -190,7 +191,7 @@ def stateless_exchange_configures_the_dut(t):
        dut_config=X.DUT_CONFIG, fault=IGNORES_DNS,
        expect="the DNS configuration of the Reply to the Information-request is the one the DUT uses",
        parts=USING_PARTS)
-def stateless_dns_configuration_is_used(t):
+def stateless_dns_configuration_is_used(t: CheckContext):
     """The stateless client's resolver uses the DNS Recursive Name Server and
     Domain Search List options of the Reply (RFC 3646 §3, §4)."""
     return _dns_use(t, X.STATELESS, t.p.what)
@@ -212,7 +213,7 @@ KEA = {"renew": 4, "rebind": 6, "valid": 12, "dns": "2001:db8:1::53", "domain": 
               Part("dns", "Kea's DNS configuration", what="dns", fault=IGNORES_DNS,
                    expect="a single-label name is asked of Kea's DNS server (2001:db8:1::53) with Kea's search "
                           "domain")])
-def lease_from_a_real_server_is_used(t):
+def lease_from_a_real_server_is_used(t: CheckContext):
     """The happy path with a real server: Solicit, Advertise, Request, Reply
     with Kea (RFC 8415 §18.2.1-§18.2.2), the Renew at T1 (§18.2.4) and the
     DNS options Kea returns (RFC 3646)."""

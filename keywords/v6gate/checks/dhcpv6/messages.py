@@ -12,7 +12,7 @@ Appendix B (and RFC 3646 §5 for the DNS options).
 from __future__ import annotations
 
 from ...core.check import Part, check
-from ...core.context import NotApplicable
+from ...core.context import CheckContext, NotApplicable
 from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
@@ -54,7 +54,7 @@ FORMAT = {
 }
 
 
-def _judge_format(t, msg_type: int):
+def _judge_format(t: CheckContext, msg_type: int):
     o = X.observe(t, msg_type)
     m = o.message
     held = [o.bench.address] if msg_type in (D.CONFIRM, D.RENEW, D.REBIND, D.RELEASE, D.DECLINE) else None
@@ -68,7 +68,7 @@ def _format_check(func_name: str, ipv6ready: str, title: str, msg_type: int, par
                   needs=X.NEEDS):
     rfc, expect = FORMAT[msg_type]
 
-    def run(t):
+    def run(t: CheckContext):
         return _judge_format(t, msg_type)
 
     run.__name__ = func_name
@@ -114,7 +114,7 @@ information_request_is_well_formed = _format_check(
            "(T1, T2 and the lifetimes SHOULD be 0: reported, not judged)",
     parts=[Part("E", "Reserved address information in the Confirm")],
 )
-def confirm_carries_the_addresses_held(t):
+def confirm_carries_the_addresses_held(t: CheckContext):
     """"The client includes IA options for all the IAs assigned to the
     interface for which the Confirm message is being sent.  The IA options
     include all of the addresses the client currently has associated with
@@ -137,7 +137,7 @@ def confirm_carries_the_addresses_held(t):
 
 
 # -- constants: addresses and ports ------------------------------------------------------------------------
-def _constants(t, msg_type: int, part: str):
+def _constants(t: CheckContext, msg_type: int, part: str):
     if part == "invalid_port":
         return _answer_to_wrong_port_is_ignored(t, msg_type)
     o = X.observe(t, msg_type)
@@ -158,7 +158,7 @@ def _constants(t, msg_type: int, part: str):
 WRONG_PORT = 33546
 
 
-def _answer_to_wrong_port_is_ignored(t, msg_type: int):
+def _answer_to_wrong_port_is_ignored(t: CheckContext, msg_type: int):
     """Every answer goes to UDP port 33546: the client must go on retransmitting
     (and, stateful, send no Request); then a correct answer ends the exchange."""
     b = X.Bench(t, mode=X.STATEFUL if msg_type == D.SOLICIT else X.STATELESS, start=False)
@@ -212,7 +212,7 @@ _CONSTANT_PARTS = lambda first: [  # noqa: E731
 @check(area="dhcpv6", ipv6ready="DHCP_CONF.1.1.2", title="Implementation of DHCP Constants",
        rfc="RFC 8415 §7.1, §7.2", capabilities=CAPS, needs=X.NEEDS, dut_config=X.DUT_CONFIG,
        expect="DHCPv6 constants used as RFC 8415 §7 defines them", parts=_CONSTANT_PARTS("Solicit"))
-def solicit_uses_the_dhcp_multicast_address_and_ports(t):
+def solicit_uses_the_dhcp_multicast_address_and_ports(t: CheckContext):
     """"Clients listen for DHCP messages on UDP port 546.  Servers and relay
     agents listen for DHCP messages on UDP port 547" (§7.2); a client uses
     All_DHCP_Relay_Agents_and_Servers (ff02::1:2) to reach the servers on its
@@ -223,7 +223,7 @@ def solicit_uses_the_dhcp_multicast_address_and_ports(t):
 @check(area="dhcpv6", ipv6ready="DHCP_CONF.7.1.2", title="Implementation of DHCP Constants (stateless)",
        rfc="RFC 8415 §7.1, §7.2", capabilities=CAPS, needs=X.NEEDS, dut_config=X.DUT_CONFIG,
        expect="DHCPv6 constants used as RFC 8415 §7 defines them", parts=_CONSTANT_PARTS("Information-request"))
-def information_request_uses_the_dhcp_multicast_address_and_ports(t):
+def information_request_uses_the_dhcp_multicast_address_and_ports(t: CheckContext):
     """The stateless client reaches the servers through ff02::1:2, port 547,
     and listens on port 546 only (RFC 8415 §7.1, §7.2)."""
     return _constants(t, D.INFORMATION_REQUEST, t.p.how)
@@ -235,7 +235,7 @@ def information_request_uses_the_dhcp_multicast_address_and_ports(t):
        fault="impostor_client_sends_malformed_duid",
        expect="exactly one Client Identifier option (code 1) holding a well-formed DUID, the same in the Solicit "
               "and in the Request")
-def client_identifier_is_well_formed(t):
+def client_identifier_is_well_formed(t: CheckContext):
     """The Client Identifier option carries the client's DUID; its length is
     the DUID's (RFC 8415 §21.2), and the DUID has one of the formats of §11.
     A client identifies itself with the same DUID in every message."""
@@ -263,7 +263,7 @@ def _duid_check(func_name: str, ipv6ready: str, key: str, mode: str, letters: tu
               "en": "type 2, a 32-bit enterprise number and a variable identifier",
               "ll": "type 3, hardware type and a link-layer address of the hardware type's length"}[key]
 
-    def run(t):
+    def run(t: CheckContext):
         X.require_duid_type(t, key)
         o = X.observe(t, msg_type)
         m = o.message
@@ -331,7 +331,7 @@ for _sect, _ipr, _mode in (("", "DHCP_CONF.1.1.5", X.STATEFUL), ("_with_dns_opti
        capabilities=CAPS, needs=X.NEEDS, dut_config=X.DUT_CONFIG, fault="impostor_client_sends_malformed_ia_na",
        expect="the Solicit carries an IA_NA option (code 3) of at least 12 octets: an IAID, T1 and T2 (not T1 > T2; "
               "SHOULD be 0 in a client's message, reported) and only well-formed IA Address options")
-def ia_na_is_well_formed(t):
+def ia_na_is_well_formed(t: CheckContext):
     """IA_NA: IAID (4 octets), T1, T2 (4 octets each), then IA_NA options.
     "In a message sent by a client to a server, the T1 and T2 fields SHOULD
     be set to 0" (RFC 8415 §21.4)."""
@@ -358,7 +358,7 @@ def ia_na_is_well_formed(t):
        fault="impostor_client_changes_iaid_on_restart",
        expect="the IAID of the IA_NA is the same in the Solicit and the Request, and after a restart the client "
               "uses the same IAID for the interface")
-def iaid_is_consistent_across_restarts(t):
+def iaid_is_consistent_across_restarts(t: CheckContext):
     """"The IAID uniquely identifies the IA and MUST be chosen to be unique
     among the IAIDs for that IA type on the client ... The IAID MUST be
     consistent across restarts of the DHCP client" (RFC 8415 §12.1)."""
@@ -388,7 +388,7 @@ def iaid_is_consistent_across_restarts(t):
        fault="impostor_client_mangles_server_id",
        expect="the Request carries one Server Identifier option (code 2) holding, octet for octet, the DUID of "
               "the server whose Advertise the client chose")
-def request_names_the_advertising_server(t):
+def request_names_the_advertising_server(t: CheckContext):
     """"The client MUST include a Server Identifier option (see Section
     21.3) with the identifier from the Advertise message" (RFC 8415 §18.2.2)."""
     o = X.observe(t, D.REQUEST)
@@ -407,7 +407,7 @@ def request_names_the_advertising_server(t):
        fault="impostor_client_sends_malformed_ia_na",
        expect="the Renew's IA_NA carries an IA Address option (code 5, 24 octets plus options) for the leased "
               "address (lifetimes SHOULD be 0 in a client's message: reported, not judged)")
-def ia_address_is_well_formed(t):
+def ia_address_is_well_formed(t: CheckContext):
     """IA Address: the IPv6 address, preferred and valid lifetimes (RFC 8415
     §21.6); the Renew carries "an IA option with all addresses currently
     assigned to the IA" (§18.2.4); "In a message sent by a client to a
@@ -439,7 +439,7 @@ def ia_address_is_well_formed(t):
                    fault="impostor_client_freezes_elapsed_time",
                    expect="in each retransmission of the Solicit, the Elapsed Time is the time since the first "
                           "transmission, in hundredths of a second")])
-def elapsed_time_is_reported(t):
+def elapsed_time_is_reported(t: CheckContext):
     """"A client MUST include an Elapsed Time option in messages to indicate
     how long the client has been trying to complete a DHCP message exchange.
     The elapsed time is measured from the time at which the client sent the
@@ -478,7 +478,7 @@ def elapsed_time_is_reported(t):
 
 
 # -- Option Request option for the DNS configuration (RFC 3646 with RFC 8415 §21.7) --------------------------
-def _oro(t, msg_type: int, want: int, *, must_carry: bool):
+def _oro(t: CheckContext, msg_type: int, want: int, *, must_carry: bool):
     o = X.observe(t, msg_type)
     m = o.message
     problems = [p for p in X.judge_message(m, mode=o.bench.mode) if "Option Request" in p or "RFC 3646" in p
@@ -511,7 +511,7 @@ def _oro_check(func_name: str, ipv6ready: str, title: str, msg_type: int, must_c
                mode_doc: str = ""):
     fault = "impostor_client_omits_dns_from_oro" if must_carry else "impostor_client_sends_dns_options_everywhere"
 
-    def run(t):
+    def run(t: CheckContext):
         return _oro(t, msg_type, t.p.want, must_carry=must_carry)
 
     run.__name__ = func_name

@@ -11,6 +11,7 @@ proves it both ways against the project's own simulated client
 from __future__ import annotations
 
 from ...core.check import check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net.nd import fresh_prefix, pd_preferred, prefix_option, router_advertisement
@@ -28,7 +29,7 @@ from ...scenario.observe import dad_window
     expect="after an RA (M=0, O=0) whose Prefix Information option has P=1, the DUT sends a Solicit carrying an "
            "IA_PD option (it requests a delegated prefix) within the DAD window plus two reply timeouts",
 )
-def p_flag_starts_prefix_delegation(t):
+def p_flag_starts_prefix_delegation(t: CheckContext):
     """With the P flag the network says it prefers that hosts get prefixes
     by DHCPv6 Prefix Delegation: a host that supports DHCPv6-PD and sees P=1
     requests a prefix (RFC 9762, updating RFC 4861: the P flag indicates DHCPv6-PD support for

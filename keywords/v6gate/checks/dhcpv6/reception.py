@@ -20,7 +20,7 @@ from scapy.layers.inet import UDP
 from scapy.packet import Raw
 
 from ...core.check import Part, check
-from ...core.context import NotApplicable
+from ...core.context import CheckContext, NotApplicable
 from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...net import packets as P
@@ -31,7 +31,7 @@ NEEDS = X.NEEDS
 CFG = X.DUT_CONFIG
 
 
-def _usable(t, b: X.Bench, address: str, what: str):
+def _usable(t: CheckContext, b: X.Bench, address: str, what: str):
     """PASS when the address answers (it is in use), with ``what`` said."""
     ok = b.wait_usable(address, within=2.0 + t.reply_timeout)
     if not ok:
@@ -79,7 +79,7 @@ def _next_from_client(b: X.Bench, since: float, within: float, types=None):
                    fault="impostor_client_keeps_declined_address",
                    expect="the Reply to the Decline ends the exchange (no retransmission) and the declined "
                           "address is not used")])
-def reply_completes_each_exchange(t):
+def reply_completes_each_exchange(t: CheckContext):
     """A valid Reply ends the exchange it answers (RFC 8415 §15) and the
     client acts on it: it uses the leases of a Reply to Request, Renew or
     Rebind, with their new lifetimes (§18.2.10.1); after a successful
@@ -148,7 +148,7 @@ def reply_completes_each_exchange(t):
        expect="once the client releases its lease, the released address no longer answers (the client stops "
               "using it before it sends the Release)",
        parts=[Part("B", "Release of received address")])
-def released_address_is_no_longer_used(t):
+def released_address_is_no_longer_used(t: CheckContext):
     """"The client MUST stop using all of the leases being released before
     the client begins the Release message exchange process" (RFC 8415
     §18.2.7)."""
@@ -162,7 +162,7 @@ def released_address_is_no_longer_used(t):
        fault="impostor_client_keeps_declined_address",
        expect="after its Duplicate Address Detection fails and it declines the address, the client does not use it",
        parts=[Part("B", "Decline of received address")])
-def declined_address_is_not_used(t):
+def declined_address_is_not_used(t: CheckContext):
     """"If any of the addresses are found to be in use on the link, the
     client sends a Decline message to the server"; "The client MUST NOT use
     any of the addresses it is declining as the source address in the
@@ -181,7 +181,7 @@ def declined_address_is_not_used(t):
        fault="impostor_client_ignores_preference",
        expect="of two Advertise messages received in the first RT, preference 10 then preference 200, the client "
               "requests from the server with preference 200 (its Server Identifier in the Request)")
-def most_preferred_advertise_is_chosen(t):
+def most_preferred_advertise_is_chosen(t: CheckContext):
     """"The client MUST collect Advertise messages for the first RT seconds"
     and "selects ... the Advertise message with the highest server
     preference value" (RFC 8415 §18.2.9); the Preference option carries that
@@ -215,7 +215,7 @@ def most_preferred_advertise_is_chosen(t):
        expect="an Advertise with preference 255 makes the client send its Request at once (within 0.5 s), not "
               "after its first RT (> 1 s)",
        parts=[Part("preference-255", "Advertise with preference 255")])
-def advertise_with_preference_255_is_acted_on_at_once(t):
+def advertise_with_preference_255_is_acted_on_at_once(t: CheckContext):
     """"If the client receives an Advertise message that includes a
     Preference option with a preference value of 255, the client immediately
     begins a client-initiated message exchange ... by sending a Request
@@ -244,7 +244,7 @@ def advertise_with_preference_255_is_acted_on_at_once(t):
        expect="an Advertise whose IA_NA holds no address (status NoAddrsAvail) does not get a Request; the client "
               "solicits again and requests from the next Advertise that has an address",
        parts=[Part("no-addrs-avail", "Advertise with NoAddrsAvail")])
-def advertise_without_addresses_is_ignored(t):
+def advertise_without_addresses_is_ignored(t: CheckContext):
     """"The client MUST ignore any Advertise message that contains no
     addresses (IA Address options ...) and no delegated prefixes" (RFC 8415
     §18.2.9), e.g. one whose IA_NA carries the NoAddrsAvail status."""
@@ -289,7 +289,7 @@ def advertise_without_addresses_is_ignored(t):
                    fault="impostor_client_drops_unlisted_addresses",
                    expect="an address the Reply to the Renew does not list keeps being used until its own lifetime "
                           "ends")])
-def reply_updates_the_ia(t):
+def reply_updates_the_ia(t: CheckContext):
     """When the client receives a Reply to a Request, Renew or Rebind it
     records T1 and T2 (§18.2.10.1: the Renew goes out at T1, the Rebind at
     T2, §18.2.4, §18.2.5) and: "Add any new leases in the IA option to the IA
@@ -391,7 +391,7 @@ STATUS_PARTS = [
        title="Client Initiated Exchange - Reception of Reply Messages (status codes)",
        rfc="RFC 8415 §18.2.10, §18.2.10.1, §14.1, §21.13", capabilities=CAPS, needs=NEEDS, dut_config=CFG,
        expect="the client reacts to each status code as RFC 8415 §18.2.10 says", parts=STATUS_PARTS)
-def reply_status_codes_are_honoured(t):
+def reply_status_codes_are_honoured(t: CheckContext):
     """RFC 8415 §18.2.10: "If the client receives a Reply message with a
     status code of UnspecFail ... the client MUST limit the rate at which it
     retransmits the message"; "with a status code of UseMulticast, the client
@@ -413,7 +413,7 @@ def reply_status_codes_are_honoured(t):
     return _status_to_renew_or_rebind(t, how)
 
 
-def _status_to_request(t, how: str):
+def _status_to_request(t: CheckContext, how: str):
     b = X.Bench(t, start=False)
     if how == "usemulticast":
         b.server.extra_options.append(D.opt(D.OPT_UNICAST, ipaddress.IPv6Address(b.server_node.global_addr).packed))
@@ -475,7 +475,7 @@ def _status_to_request(t, how: str):
     return t.conclude(f"{lead}; then a {nxt.name} {nxt.time - sent:.2f} s later without the address", [])
 
 
-def _status_to_confirm(t, how: str):
+def _status_to_confirm(t: CheckContext, how: str):
     b = X.Bench(t, start=False)
     if how == "notonlink_confirm":
         b.server.on(D.CONFIRM, lambda m: b.server.reply(m, ia=False, status=(D.NOT_ON_LINK, "moved")))
@@ -490,17 +490,17 @@ def _status_to_confirm(t, how: str):
         return _usable(t, b, b.address, "Reply with Success to the Confirm; no Solicit")
     b.server.on(D.SOLICIT, None)  # the lease must not come back
     within = D.EXCHANGES[D.SOLICIT].max_delay + b.tol + t.reply_timeout + 1
-    sol = b.first(D.SOLICIT, within=within, since=sent)
-    if sol is None:
+    solicit = b.first(D.SOLICIT, within=within, since=sent)
+    if solicit is None:
         raise Deviation(f"Reply with NotOnLink to the Confirm; no Solicit within {within:.1f} s")
     problems, gone = b.not_in_use(b.address, what=f"Echo Reply from {b.address} after NotOnLink")
-    seen = f"Reply with NotOnLink to the Confirm; Solicit {sol.time - sent:.2f} s later; {gone}"
+    seen = f"Reply with NotOnLink to the Confirm; Solicit {solicit.time - sent:.2f} s later; {gone}"
     if problems:
         raise Deviation(seen)
     return t.conclude(seen, [])
 
 
-def _status_to_renew_or_rebind(t, how: str):
+def _status_to_renew_or_rebind(t: CheckContext, how: str):
     rebind = how in ("nobinding_rebind", "missing_rebind")
     msg = D.REBIND if rebind else D.RENEW
     b = X.Bench(t, start=False, t1=1, t2=2 if rebind else 60, preferred=80, valid=90)
@@ -578,7 +578,7 @@ def _invalid_kw(b: X.Bench, m: D.Message, what: str) -> dict:
               Part("B", "No Client Identifier option", what="no_client_id"),
               Part("C", "Client Identifier that does not match the DUID of the client", what="other_client_id"),
               Part("D", "Transaction ID Mismatch", what="xid")])
-def invalid_advertise_is_discarded(t):
+def invalid_advertise_is_discarded(t: CheckContext):
     """"Clients MUST discard any received Advertise message that meets any
     of the following conditions: the message does not include a Server
     Identifier option; the message does not include a Client Identifier
@@ -606,7 +606,7 @@ def invalid_advertise_is_discarded(t):
     return t.conclude(f"{lead}; no Request for {window:.1f} s ({len(sols)} Solicits), then a valid Advertise got one", [])
 
 
-def _invalid_reply(t, mode: str, what: str):
+def _invalid_reply(t: CheckContext, mode: str, what: str):
     stateless = mode == X.STATELESS
     msg = D.INFORMATION_REQUEST if stateless else D.REQUEST
     b = X.Bench(t, mode=mode, start=False)
@@ -640,7 +640,7 @@ def _invalid_reply(t, mode: str, what: str):
               Part("D", "Contains invalid IA Address (preferred lifetime > valid lifetime)", what="pref_gt_valid",
                    expect="an IA Address with a preferred lifetime above its valid lifetime is discarded: the "
                           "address is not used")])
-def invalid_reply_is_discarded(t):
+def invalid_reply_is_discarded(t: CheckContext):
     """"Clients MUST discard any received Reply message that meets any of
     the following conditions: the message does not include a Server
     Identifier option; the transaction-id field in the message does not
@@ -659,7 +659,7 @@ def invalid_reply_is_discarded(t):
               "Information-request with the same transaction ID",
        parts=[Part("A", "No Server Identifier option", what="no_server_id"),
               Part("B", "Transaction ID Mismatch", what="xid")])
-def invalid_reply_to_information_request_is_discarded(t):
+def invalid_reply_to_information_request_is_discarded(t: CheckContext):
     """A Reply without a Server Identifier, or with a transaction ID that is
     not the Information-request's, MUST be discarded (RFC 8415 §16.10)."""
     return _invalid_reply(t, X.STATELESS, t.p.what)
@@ -695,7 +695,7 @@ def _validation_parts():
             for letter, k in kinds]
 
 
-def _client_discards(t, mode: str):
+def _client_discards(t: CheckContext, mode: str):
     b = X.Bench(t, mode=mode, t1=300, t2=400, preferred=500, valid=600)
     if mode == X.STATEFUL:
         X.bound(b)
@@ -723,7 +723,7 @@ def _client_discards(t, mode: str):
        rfc="RFC 8415 §16.2, §16.4-§16.9, §16.12-§16.13", capabilities=CAPS, needs=NEEDS, dut_config=CFG,
        fault="impostor_client_answers_client_messages",
        expect="messages only servers and relays receive are discarded by the client", parts=_validation_parts())
-def client_discards_messages_for_servers(t):
+def client_discards_messages_for_servers(t: CheckContext):
     """"Clients MUST discard any received Solicit / Request / Confirm /
     Renew / Rebind / Decline / Release / Information-request messages"
     (RFC 8415 §16.2, §16.4-§16.9) and relay messages (§16.12-§16.13: relay
@@ -736,7 +736,7 @@ def client_discards_messages_for_servers(t):
        fault="impostor_client_answers_client_messages",
        expect="messages only servers and relays receive are discarded by the stateless client",
        parts=_validation_parts())
-def stateless_client_discards_messages_for_servers(t):
+def stateless_client_discards_messages_for_servers(t: CheckContext):
     """A stateless client discards every message type meant for servers and
     relay agents (RFC 8415 §16)."""
     return _client_discards(t, X.STATELESS)
@@ -747,7 +747,7 @@ def stateless_client_discards_messages_for_servers(t):
        expect="a Reconfigure (Renew) from the client's server without an Authentication option is discarded: no "
               "Renew follows it",
        parts=[Part("no-auth", "Reconfigure without Authentication option")])
-def reconfigure_without_authentication_is_discarded(t):
+def reconfigure_without_authentication_is_discarded(t: CheckContext):
     """"Clients MUST discard any received Reconfigure message that meets any
     of the following conditions: ... the message does not include an
     Authentication option or the message fails authentication" (RFC 8415
@@ -776,7 +776,7 @@ def reconfigure_without_authentication_is_discarded(t):
        expect="when the client's Solicit carries Rapid Commit, a Reply with Rapid Commit and a lease ends the "
               "exchange: no Request follows, and the address is used",
        parts=[Part("rapid-commit", "Reply with Rapid Commit to a Solicit with Rapid Commit")])
-def rapid_commit_reply_is_accepted(t):
+def rapid_commit_reply_is_accepted(t: CheckContext):
     """"If the client has included a Rapid Commit option in the Solicit
     message and is waiting for a Reply, the client terminates the
     retransmission process as soon as a Reply message with a Rapid Commit
@@ -812,7 +812,7 @@ def rapid_commit_reply_is_accepted(t):
               "(Information-request, no Solicit)",
        parts=[Part("M", "M=1: stateful (Solicit)", mode=X.STATEFUL),
               Part("O", "M=0, O=1: stateless (Information-request)", mode=X.STATELESS)])
-def ra_flags_start_dhcpv6(t):
+def ra_flags_start_dhcpv6(t: CheckContext):
     """"M: 1-bit 'Managed address configuration' flag. When set, it indicates
     that addresses are available via Dynamic Host Configuration Protocol";
     "O: ... When set, it indicates that other configuration information is

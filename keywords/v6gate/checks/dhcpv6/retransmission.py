@@ -23,6 +23,7 @@ import itertools
 import struct
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net import dhcpv6 as D
 from ...scenario import dhcpv6 as X
@@ -34,7 +35,7 @@ def _same_exchange(first: D.Message):
     return lambda m: m.xid == first.xid
 
 
-def _intervals(t, b: X.Bench, msg_type: int, first: D.Message, count: int, *, mrt: float | None = None,
+def _intervals(t: CheckContext, b: X.Bench, msg_type: int, first: D.Message, count: int, *, mrt: float | None = None,
                lead: str = "", spread: float = D.GROWTH_SPREAD):
     """Collect ``count`` transmissions of ``first``'s exchange and judge the
     intervals (RFC 8415 §15; the doubling within ``spread``·RT, see
@@ -43,7 +44,7 @@ def _intervals(t, b: X.Bench, msg_type: int, first: D.Message, count: int, *, mr
     return t.conclude(seen, problems)
 
 
-def _judge_intervals(t, b: X.Bench, msg_type: int, first: D.Message, count: int, *, mrt: float | None = None,
+def _judge_intervals(t: CheckContext, b: X.Bench, msg_type: int, first: D.Message, count: int, *, mrt: float | None = None,
                      lead: str = "", spread: float = D.GROWTH_SPREAD) -> tuple[list[str], str]:
     """(problems, seen) of ``_intervals``: a problem is the whole account of
     the transmissions."""
@@ -69,7 +70,7 @@ def _judge_intervals(t, b: X.Bench, msg_type: int, first: D.Message, count: int,
     return [], seen
 
 
-def _count_until_quiet(t, b: X.Bench, msg_type: int, first: D.Message, enough: int):
+def _count_until_quiet(t: CheckContext, b: X.Bench, msg_type: int, first: D.Message, enough: int):
     """Transmissions of ``first``'s exchange until ``enough`` were seen or the
     client stayed quiet for longer than its next RT could be (2.1 times the
     last interval, capped by MRT + 10%): the end of a counted exchange."""
@@ -109,7 +110,7 @@ def _rt_upper(ex: D.Exchange, k: int, mrt: float) -> float:
                    rfc="RFC 8415 §15, §18.2.9, §21.24 (RFC 7083)",
                    expect="after an Advertise carrying SOL_MAX_RT 60 (and NoAddrsAvail), the Solicit intervals grow "
                           "by doubling until they reach 60 s ± 10% and stay there")])
-def solicit_is_retransmitted_with_backoff(t):
+def solicit_is_retransmitted_with_backoff(t: CheckContext):
     """"The client transmits the message according to Section 15, using the
     following parameters: IRT SOL_TIMEOUT, MRT SOL_MAX_RT, MRC 0, MRD 0"; "the
     first RT MUST be selected to be strictly greater than IRT by choosing
@@ -156,7 +157,7 @@ def solicit_is_retransmitted_with_backoff(t):
        expect="with no server answering, the Solicit interval doubles past 132 s (RFC 3315's SOL_MAX_RT of 120 s + "
               "10%): SOL_MAX_RT is 3600 s since RFC 7083 / RFC 8415",
        parts=[Part("sol-max-rt-3600", "Solicit interval past 120 s")])
-def solicit_backoff_exceeds_rfc3315_cap(t):
+def solicit_backoff_exceeds_rfc3315_cap(t: CheckContext):
     """RFC 7083 raised SOL_MAX_RT from 120 s to 3600 s, and RFC 8415 §7.6
     keeps it: "SOL_MAX_RT 3600 secs Max Solicit timeout value".  A client
     still on RFC 3315's 120 s floods servers every two minutes; watching the
@@ -180,7 +181,7 @@ def solicit_backoff_exceeds_rfc3315_cap(t):
        expect="over a long Solicit exchange (server silent, about 17 minutes), every interval after the first is "
               "within 2·RTprev ± 0.1·RTprev (RAND in [-0.1, 0.1] applied to RTprev), plus the capture tolerance",
        parts=[Part("rand", "RAND bound over many Solicit retransmissions")])
-def retransmission_randomization_is_within_rfc_bounds(t):
+def retransmission_randomization_is_within_rfc_bounds(t: CheckContext):
     """"RT for each subsequent message transmission is based on the previous
     value of RT: RT = 2*RTprev + RAND*RTprev", RAND "a random number chosen
     with a uniform distribution between -0.1 and +0.1" (RFC 8415 §15).  One
@@ -207,7 +208,7 @@ def retransmission_randomization_is_within_rfc_bounds(t):
                    fault="impostor_client_waits_after_first_rt",
                    expect="an Advertise without a Preference option, answering a retransmitted Solicit, ends the "
                           "exchange at once: the Request follows within the reply timeout")])
-def solicit_exchange_ends_as_specified(t):
+def solicit_exchange_ends_as_specified(t: CheckContext):
     """"The client MUST collect Advertise messages for the first RT seconds,
     unless it receives an Advertise message with a preference value of 255";
     "If the client does not receive any Advertise messages before the first
@@ -272,7 +273,7 @@ def solicit_exchange_ends_as_specified(t):
               Part("D", "Maximum Retransmission Count of Request messages", how="mrc", profile="full",
                    fault="impostor_client_ignores_retransmission_duration",
                    expect="the Request is sent REQ_MAX_RC (10) times in all, then no more")])
-def request_is_retransmitted_with_backoff(t):
+def request_is_retransmitted_with_backoff(t: CheckContext):
     """Request: "IRT REQ_TIMEOUT, MRT REQ_MAX_RT, MRC REQ_MAX_RC, MRD 0"
     (RFC 8415 §18.2.2); "the message exchange fails once the client has
     transmitted the message MRC times" (§15)."""
@@ -307,7 +308,7 @@ def request_is_retransmitted_with_backoff(t):
               Part("D", "Maximum Retransmission Duration of Confirm messages", how="mrd",
                    fault="impostor_client_ignores_retransmission_duration",
                    expect="no Confirm later than CNF_MAX_RD (10 s) after the first one")])
-def confirm_is_retransmitted_within_its_limits(t):
+def confirm_is_retransmitted_within_its_limits(t: CheckContext):
     """Confirm: "IRT CNF_TIMEOUT, MRT CNF_MAX_RT, MRC 0, MRD CNF_MAX_RD" (RFC
     8415 §18.2.3); "If the client does not receive any Reply messages
     before MRD, it ... SHOULD continue to use any leases, using the last
@@ -341,7 +342,7 @@ def confirm_is_retransmitted_within_its_limits(t):
     return t.conclude(seen, [])
 
 
-def _silent(t, msg_type: int, **kw) -> X.Bench:
+def _silent(t: CheckContext, msg_type: int, **kw) -> X.Bench:
     b = X.Bench(t, start=False, **kw)
     b.server.on(msg_type, None)
     b.start()
@@ -363,7 +364,7 @@ def _silent(t, msg_type: int, **kw) -> X.Bench:
               Part("D", "Maximum Retransmission Duration of Renew message", how="mrd",
                    fault="impostor_client_ignores_retransmission_duration",
                    expect="Renews only between T1 and T2 (4 s); at T2 the client stops renewing and sends a Rebind")])
-def renew_is_retransmitted_until_t2(t):
+def renew_is_retransmitted_until_t2(t: CheckContext):
     """Renew: "IRT REN_TIMEOUT, MRT REN_MAX_RT, MRC 0, MRD Remaining time
     until earliest T2"; "The message exchange is terminated when time T2 is
     reached ..., at which time the client begins the Rebind message exchange"
@@ -410,7 +411,7 @@ def renew_is_retransmitted_until_t2(t):
               Part("D", "Maximum Retransmission Duration of Rebind messages", how="mrd",
                    fault="impostor_client_ignores_retransmission_duration",
                    expect="no Rebind after the valid lifetime (7 s) ends; the address is then no longer used")])
-def rebind_is_retransmitted_until_leases_expire(t):
+def rebind_is_retransmitted_until_leases_expire(t: CheckContext):
     """Rebind: "IRT REB_TIMEOUT, MRT REB_MAX_RT, MRC 0, MRD Remaining time
     until valid lifetimes of all leases in all IAs have expired"; when they
     have, the client stops using them (RFC 8415 §18.2.5)."""
@@ -442,7 +443,7 @@ def rebind_is_retransmitted_until_leases_expire(t):
 
 
 # -- Release and Decline ---------------------------------------------------------------------------------------
-def _release_or_decline(t, msg_type: int):
+def _release_or_decline(t: CheckContext, msg_type: int):
     how = t.p.how
     b = X.Bench(t, start=False)
     if how in ("intervals", "mrc"):
@@ -495,7 +496,7 @@ def _counted_parts(name: str, mrc: str) -> list[Part]:
                    fault="impostor_client_retransmits_after_reply",
                    expect="a Reply with a top-level UnspecFail also completes the exchange (regardless of the "
                           "status): no retransmission")])
-def release_is_retransmitted_until_replied(t):
+def release_is_retransmitted_until_replied(t: CheckContext):
     """Release: "IRT REL_TIMEOUT, MRT 0, MRC REL_MAX_RC, MRD 0"; "If the
     Release message exchange fails, the client abandons the leases" (RFC
     8415 §18.2.7); "When the client receives a valid Reply message in
@@ -509,7 +510,7 @@ def release_is_retransmitted_until_replied(t):
        rfc="RFC 8415 §15, §18.2.8, §18.2.10.2, §7.6", capabilities=CAPS, needs=X.NEEDS, dut_config=X.DUT_CONFIG,
        expect="the Decline exchange follows RFC 8415 §15 (DEC_TIMEOUT 1 s, DEC_MAX_RC 4) and ends at the Reply",
        parts=_counted_parts("Decline", "DEC_MAX_RC"))
-def decline_is_retransmitted_until_replied(t):
+def decline_is_retransmitted_until_replied(t: CheckContext):
     """Decline: "IRT DEC_TIMEOUT, MRT 0, MRC DEC_MAX_RC, MRD 0" (RFC 8415
     §18.2.8); a valid Reply completes it "regardless of the Status Code
     option(s)" (§18.2.10.2).  DEC_MAX_RC is 4 since RFC 8415 (RFC 3315 had
@@ -533,7 +534,7 @@ def decline_is_retransmitted_until_replied(t):
                    expect="after a Reply with INF_MAX_RT 60 and an Information Refresh Time of 600 s, the next "
                           "Information-request (at the refresh) is retransmitted with intervals that double until "
                           "60 s ± 10%")])
-def information_request_is_retransmitted_with_backoff(t):
+def information_request_is_retransmitted_with_backoff(t: CheckContext):
     """Information-request: "IRT INF_TIMEOUT, MRT INF_MAX_RT, MRC 0, MRD 0"
     (RFC 8415 §18.2.6); retransmissions keep the transaction ID (§15); an
     INF_MAX_RT option in a Reply replaces INF_MAX_RT (§21.25), and the client

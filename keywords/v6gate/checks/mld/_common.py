@@ -12,6 +12,7 @@ from scapy.layers.inet6 import (
     IPv6,
 )
 
+from ...core.context import CheckContext
 from ...net import packets as P
 from ...net.mld import (
     is_v1_report,
@@ -25,20 +26,20 @@ TRIALS = 4  # repetitions of a timing-sensitive part (RFC 2710 timers are random
 CROSSING = 0.02  # a Report arriving this soon after the tester's packet was sent before the DUT could see it
 
 
-def _slack(t) -> float:
+def _slack(t: CheckContext) -> float:
     """Scheduling slack allowed on top of a Maximum Response Delay."""
     return 0.25 * t.reply_timeout
 
 
-def _group(t) -> str:
+def _group(t: CheckContext) -> str:
     return P.solicited_node(t.dut.link_local)
 
 
-def _querier(t):
+def _querier(t: CheckContext):
     return t.node("TQ", router=True)
 
 
-def _v1_report_for(t, group: str, since: float, within: float):
+def _v1_report_for(t: CheckContext, group: str, since: float, within: float):
     return t.port.expect(t.from_dut(lambda p: is_v1_report(p, group)), within, since=since)
 
 
@@ -51,7 +52,7 @@ SHORT_QRV, SHORT_QQIC, SHORT_MRD_MS = 2, 6, 1000
 OLDER_VERSION_TIMEOUT_S = SHORT_QRV * SHORT_QQIC + SHORT_MRD_MS / 1000
 
 
-def _v1_query(t, **fields):
+def _v1_query(t: CheckContext, **fields):
     """An MLDv1 Query from the tester's querier.  The first in a check is
     preceded by an MLDv2 General Query with short timers (above), and when
     the check ends the next check waits out the Older Version Querier
@@ -71,7 +72,7 @@ def _v1_query(t, **fields):
     return mld_query(_querier(t), version=1, **fields)
 
 
-def _enter_v1_mode(t):
+def _enter_v1_mode(t: CheckContext):
     """An MLDv1 General Query (Maximum Response Delay 0): the DUT answers at
     once with MLDv1 Reports and stays in MLDv1 compatibility mode."""
     since = t.send(_v1_query(t, mrd_ms=0), label="MLDv1 General Query (MRD 0)")
@@ -80,7 +81,7 @@ def _enter_v1_mode(t):
     return report
 
 
-def _judge_v1(t, frame, group: str, kind: str = "Report") -> list[str]:
+def _judge_v1(t: CheckContext, frame, group: str, kind: str = "Report") -> list[str]:
     pkt = frame.pkt
     layer = ICMPv6MLReport if kind == "Report" else ICMPv6MLDone
     msg = pkt[layer]
@@ -107,11 +108,11 @@ def _current_state_for(group: str):
 
 
 
-def fails(t, problem: str):
+def fails(t: CheckContext, problem: str):
     """The verdict when what the DUT did (or did not do) is itself the problem: FAIL, the problem as seen."""
     return t.conclude(problem, [problem])
 
 
-def holds(t, seen: str):
+def holds(t: CheckContext, seen: str):
     """PASS with ``seen`` (nothing wrong found)."""
     return t.conclude(seen, [])

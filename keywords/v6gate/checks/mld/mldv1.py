@@ -16,6 +16,7 @@ from scapy.layers.inet6 import (
 from scapy.packet import Raw
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation, Verdict
 from ...net import packets as P
 from ...net.mld import (
@@ -40,7 +41,7 @@ from ._common import (
 
 # -- MLD.1.1 - 1.4: answering queries ----------------------------------------------------------------
 
-def _answers_query(t, *, specific: bool, mrd_ms: int, trials: int):
+def _answers_query(t: CheckContext, *, specific: bool, mrd_ms: int, trials: int):
     group = _group(t)
     if _enter_v1_mode(t) is None:
         raise Deviation(f"no MLDv1 Report for {group} after an MLDv1 General Query (MRD 0)")
@@ -73,7 +74,7 @@ def _answers_query(t, *, specific: bool, mrd_ms: int, trials: int):
        rfc="RFC 2710 §4; RFC 3810 §8.2.1", capabilities=["MLDv2"], liveness="echo", fault="dut_ignores_mld_queries",
        expect="an MLDv1 General Query with Maximum Response Delay 0 is answered at once (within the reply timeout) "
               "by an MLDv1 Report for each group the DUT listens to, e.g. its solicited-node group")
-def general_query_with_zero_delay_is_answered(t):
+def general_query_with_zero_delay_is_answered(t: CheckContext):
     """'When a node receives a General Query, it sets a delay timer for each
     multicast address to which it is listening ... to a random value
     selected from the range [0, Maximum Response Delay]' (RFC 2710 §4): with
@@ -85,7 +86,7 @@ def general_query_with_zero_delay_is_answered(t):
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_answers_queries_late",
        expect=f"each of {TRIALS} MLDv1 General Queries with Maximum Response Delay 1000 ms is answered by an "
               "MLDv1 Report for the DUT's solicited-node group within 1000 ms (plus scheduling slack)")
-def general_query_is_answered_within_max_response_delay(t):
+def general_query_is_answered_within_max_response_delay(t: CheckContext):
     """The Report goes out when the delay timer, random in [0, Maximum
     Response Delay], expires (RFC 2710 §4)."""
     return _answers_query(t, specific=False, mrd_ms=1000, trials=TRIALS)
@@ -95,7 +96,7 @@ def general_query_is_answered_within_max_response_delay(t):
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_ignores_mld_queries",
        expect="a Multicast-Address-Specific Query (MRD 0) for the DUT's solicited-node group is answered at once by "
               "an MLDv1 Report for that group only")
-def specific_query_with_zero_delay_is_answered(t):
+def specific_query_with_zero_delay_is_answered(t: CheckContext):
     """'When a node receives a Multicast-Address-Specific Query, if it is
     listening to the queried Multicast Address ... it sets a delay timer for
     that address' (RFC 2710 §4); only that address is reported."""
@@ -106,7 +107,7 @@ def specific_query_with_zero_delay_is_answered(t):
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_answers_queries_late",
        expect=f"each of {TRIALS} Multicast-Address-Specific Queries (MRD 1000 ms) for the solicited-node group is "
               "answered by a Report for that group only, within 1000 ms (plus scheduling slack)")
-def specific_query_is_answered_within_max_response_delay(t):
+def specific_query_is_answered_within_max_response_delay(t: CheckContext):
     """A Multicast-Address-Specific Query starts the delay timer of that
     address only, random in [0, Maximum Response Delay] (RFC 2710 §4)."""
     return _answers_query(t, specific=True, mrd_ms=1000, trials=TRIALS)
@@ -116,7 +117,7 @@ def specific_query_is_answered_within_max_response_delay(t):
        rfc="RFC 2710 §3.2, §3.7", capabilities=["MLDv2"], liveness="echo", fault="dut_rejects_query_with_unexpected_values",
        expect="an MLDv1 General Query with a non-zero Code and Reserved field is still a valid Query: the DUT "
               "answers it with a Report for its solicited-node group")
-def query_with_unexpected_values_is_answered(t):
+def query_with_unexpected_values_is_answered(t: CheckContext):
     """Code: 'Initialized to zero by the sender; ignored by receivers';
     Reserved: 'Initialized to zero by the sender; ignored by receivers'
     (RFC 2710 §3.2, §3.7)."""
@@ -147,7 +148,7 @@ def query_with_unexpected_values_is_answered(t):
            Part("short_length", "Query of 20 octets (< 24)", how="short_length",
                 expect="a Query shorter than 24 octets is ignored (RFC 3810 §8.1): no Report"),
        ])
-def invalid_query_is_ignored(t):
+def invalid_query_is_ignored(t: CheckContext):
     """'Upon reception of an MLD message that contains a Query, the node
     checks if the source address of the message is a valid link-local
     address, if the Hop Limit is set to 1, and if the Router Alert option is
@@ -204,7 +205,7 @@ def _cut_query(q, length: int):
            Part("router_alert", "Report carries a Router Alert option", field="router_alert",
                 fault="dut_mld_reports_without_router_alert"),
        ])
-def report_message_format(t):
+def report_message_format(t: CheckContext):
     """'All MLD messages described in this document are sent with a
     link-local IPv6 Source Address, an IPv6 Hop Limit of 1, and an IPv6
     Router Alert option in a Hop-by-Hop Options header' and a Report is sent
@@ -226,7 +227,7 @@ def report_message_format(t):
 @check(area="mld", scope="host", ipv6ready="MLD.1.9", title="Maximum Response Delay in Report Message",
        rfc="RFC 2710 §3.4", capabilities=["MLDv2"], liveness="echo", fault="dut_mld_reports_with_max_resp_delay",
        expect="the Maximum Response Delay field of the DUT's MLDv1 Report is zero, as is its Reserved field")
-def report_max_response_delay_is_zero(t):
+def report_max_response_delay_is_zero(t: CheckContext):
     """'Maximum Response Delay ... In Report and Done messages, this field is
     set to zero by the sender and ignored by receivers' (RFC 2710 §3.4)."""
     group = _group(t)
@@ -242,7 +243,7 @@ def report_max_response_delay_is_zero(t):
 
 # -- MLD.1.8, 1.10, 1.14, 1.15: another listener's Report and the listener states -------------------
 
-def _suppression(t, report_kw: dict):
+def _suppression(t: CheckContext, report_kw: dict):
     """A query starts the DUT's delay timer; another listener's Report for the
     group stops it (RFC 2710 §4).  A trial where the DUT answered before the
     other Report arrived proves nothing and is repeated."""
@@ -271,7 +272,7 @@ def _suppression(t, report_kw: dict):
        rfc="RFC 2710 §3, §4", capabilities=["MLDv2"], liveness="echo", fault="dut_rejects_report_with_unexpected_values",
        expect="another listener's Report for the group with a non-zero Code, Maximum Response Delay and Reserved "
               "field still stops the DUT's delay timer: the DUT sends no Report for the group")
-def report_with_unexpected_values_suppresses(t):
+def report_with_unexpected_values_suppresses(t: CheckContext):
     """Code, Maximum Response Delay (in a Report) and Reserved are 'ignored
     by receivers' (RFC 2710 §3); such a Report still means another listener
     answered: 'it stops its timer and does not send a Report for that
@@ -283,7 +284,7 @@ def report_with_unexpected_values_suppresses(t):
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_ignores_other_mld_reports",
        expect="after a General Query, another listener's Report for the group stops the DUT's delay timer: the DUT "
               "sends no Report for the group (suppression)")
-def other_report_suppresses(t):
+def other_report_suppresses(t: CheckContext):
     """'If a node receives another node's Report from an interface for a
     multicast address while it has a timer running for that same address on
     that interface, it stops its timer and does not send a Report for that
@@ -295,7 +296,7 @@ def other_report_suppresses(t):
        rfc="RFC 2710 §5", capabilities=["MLDv2"], liveness="echo", fault="impostor_reports_on_reports",
        expect="in Idle Listener state another listener's Report changes nothing (the DUT sends no Report), and a "
               "later Multicast-Address-Specific Query still starts the timer (a Report within its MRD)")
-def idle_listener_transitions(t):
+def idle_listener_transitions(t: CheckContext):
     """RFC 2710 §5: an Idle Listener has no timer; only a Query moves it to
     Delaying Listener ('start timer'), and a Report received there has no
     action."""
@@ -319,7 +320,7 @@ def idle_listener_transitions(t):
        rfc="RFC 2710 §4, §5", capabilities=["MLDv2"], liveness="echo", fault="dut_keeps_first_mld_timer",
        expect=f"in Delaying Listener state (a General Query with MRD 10 s), a Multicast-Address-Specific Query with "
               f"MRD 1 s resets the timer: the Report follows within 1 s of it ({TRIALS} trials)")
-def delaying_listener_resets_timer(t):
+def delaying_listener_resets_timer(t: CheckContext):
     """'If a timer for the address is already running, it is reset to the
     random value only if the requested Maximum Response Delay is less than
     the remaining value of the running timer' (RFC 2710 §4)."""
@@ -356,7 +357,7 @@ def delaying_listener_resets_timer(t):
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_sends_no_mld_reports",
        expect="when the DUT starts listening to a group (in MLDv1 compatibility mode), it sends an unsolicited "
               "MLDv1 Report for it at once (within the reply timeout)")
-def unsolicited_report_on_join(t):
+def unsolicited_report_on_join(t: CheckContext):
     """'When a node starts listening to a multicast address on an interface,
     it should immediately transmit an unsolicited Report for that address on
     that interface' (RFC 2710 §4)."""
@@ -380,7 +381,7 @@ def unsolicited_report_on_join(t):
 @check(area="mld", scope="host", ipv6ready="MLD.1.12", title="Link-Scope All-Nodes",
        rfc="RFC 2710 §4; RFC 3810 §6", capabilities=["MLDv2"], liveness="echo", fault="impostor_reports_all_nodes",
        expect="the DUT never reports ff02::1: no Report for it after a General Query nor after a Query for ff02::1")
-def all_nodes_group_is_never_reported(t):
+def all_nodes_group_is_never_reported(t: CheckContext):
     """'The link-scope all-nodes address (FF02::1) is handled as a special
     case.  The node starts in Idle Listener state for that address on every
     interface, never transitions to another state, and never sends a Report
@@ -400,7 +401,7 @@ def all_nodes_group_is_never_reported(t):
        rfc="RFC 2710 §4", capabilities=["MLDv2"], liveness="echo", fault="dut_sends_no_mld_done",
        expect="when the DUT (the last to report it) stops listening to a group, it sends an MLDv1 Done to ff02::2 "
               "naming the group, with hop limit 1, a link-local source and a Router Alert option")
-def done_on_leave(t):
+def done_on_leave(t: CheckContext):
     """'When a node ceases to listen to a multicast address on an interface,
     it SHOULD send a single Done message to the link-scope all-routers
     multicast address (FF02::2), carrying in its Multicast Address field the

@@ -10,6 +10,7 @@ from scapy.layers.inet6 import (
 )
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net import packets as P
 from ...net.mld import (
@@ -27,7 +28,7 @@ from ...net.mld import (
 from ._common import _current_state_for, _group, _querier, _slack, _v1_query
 
 
-def _v2_answer(t, *, specific: bool):
+def _v2_answer(t: CheckContext, *, specific: bool):
     group, tq = _group(t), _querier(t)
     mrd_ms = 1000
     q = mld_query(tq, version=2, mrd_ms=mrd_ms, group=group if specific else "::")
@@ -40,7 +41,7 @@ def _v2_answer(t, *, specific: bool):
        rfc="RFC 3810 §6.2, §5.2.12", capabilities=["MLDv2"], liveness="echo", fault="dut_ignores_mld_queries",
        expect="an MLDv2 General Query (MRD 1000 ms) is answered within the MRD by an MLDv2 Report with a "
               "MODE_IS_EXCLUDE record for the DUT's solicited-node group and no record for ff02::1")
-def mldv2_general_query_is_answered(t):
+def mldv2_general_query_is_answered(t: CheckContext):
     """A General Query schedules a Report of the current state of every
     group the interface listens to, at a random delay within the Maximum
     Response Delay (RFC 3810 §6.2); ff02::1 is never reported (§6)."""
@@ -63,7 +64,7 @@ def mldv2_general_query_is_answered(t):
        rfc="RFC 3810 §6.2, §6.3", capabilities=["MLDv2"], liveness="echo", fault="dut_ignores_mld_queries",
        expect="an MLDv2 Multicast Address Specific Query for the solicited-node group is answered within its MRD "
               "by a Report whose records name that group only")
-def mldv2_specific_query_is_answered(t):
+def mldv2_specific_query_is_answered(t: CheckContext):
     """A Multicast Address Specific Query asks for the state of one group;
     the answer reports that group (RFC 3810 §6.2, §6.3)."""
     frame, since = _v2_answer(t, specific=True)
@@ -92,7 +93,7 @@ def mldv2_specific_query_is_answered(t):
            Part("records", "Record type, Aux Data Len, counts (MLD.2.26-2.28, 2.13, 2.25)", field="records",
                 fault="dut_mld_reports_bad_record_type"),
        ])
-def mldv2_report_format(t):
+def mldv2_report_format(t: CheckContext):
     """'MLDv2 Reports are sent with an IP destination address of FF02:0:0:0:
     0:0:0:16' (§5.2.14), 'with a valid IPv6 link-local source address, or the
     unspecified address' (§5.2.13), 'an IPv6 Hop Limit of 1, and an IPv6
@@ -143,7 +144,7 @@ def _record_problems(pkt) -> list[str]:
        expect="after its interface starts (no querier heard), the DUT sends an unsolicited MLDv2 Report with a "
               "CHANGE_TO_EXCLUDE_MODE record for the solicited-node group of its link-local address, around its "
               "DAD probe (the group must be joined before DAD)")
-def solicited_node_group_is_reported_at_startup(t):
+def solicited_node_group_is_reported_at_startup(t: CheckContext):
     """'Before sending a Neighbor Solicitation, an interface MUST join the
     all-nodes multicast address and the solicited-node multicast address of
     the tentative address' (RFC 4862 §5.4.2); joining a group makes an MLDv2
@@ -169,7 +170,7 @@ def solicited_node_group_is_reported_at_startup(t):
        rfc="RFC 3810 §8.2.1", capabilities=["MLDv2"], liveness="echo", fault="dut_answers_mldv1_with_mldv2",
        expect="after an MLDv1 Query, the DUT answers with MLDv1 Reports, also to a following MLDv2 Query (the "
               "Older Version Querier Present timer runs)")
-def mldv1_query_switches_to_compatibility_mode(t):
+def mldv1_query_switches_to_compatibility_mode(t: CheckContext):
     """'In order to switch gracefully between versions of MLD, hosts keep
     both an MLDv1 Querier Present timer ... If a host receives an MLDv1
     Query, it MUST ... switch to MLDv1 Host Compatibility Mode' (RFC 3810

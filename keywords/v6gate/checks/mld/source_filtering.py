@@ -20,6 +20,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...errors import UsageError
 from ...net.mld import (
     ALLOW_NEW,
@@ -45,7 +46,7 @@ QUERY_MRD_MS = 1000  # the Maximum Response Delay of the tester's MLDv2 Queries 
 LATE_FACTOR = 10  # how many Unsolicited Report Intervals the retransmission checks wait for a late one
 
 
-def mld_settings(t) -> tuple[int, float]:
+def mld_settings(t: CheckContext) -> tuple[int, float]:
     """The DUT's [Robustness Variable] and [Unsolicited Report Interval]
     (RFC 3810 §9.1, §9.11 defaults, or the target's ``extensions.mld``)."""
     ext = (t.target.extensions or {}).get("mld") or {}
@@ -63,7 +64,7 @@ def mld_settings(t) -> tuple[int, float]:
     return rv, float(uri)
 
 
-def _settle_s(t) -> float:
+def _settle_s(t: CheckContext) -> float:
     """How long a state change's retransmissions last at most: (RV - 1) x URI, plus slack."""
     rv, uri = mld_settings(t)
     return (rv - 1) * uri + _slack(t) + 0.2
@@ -72,7 +73,7 @@ def _settle_s(t) -> float:
 class Filter:
     """The DUT's filter for one fresh group, set through the control adapter."""
 
-    def __init__(self, t, *, ssm: bool = False, n_sources: int = 3):
+    def __init__(self, t: CheckContext, *, ssm: bool = False, n_sources: int = 3):
         self.t = t
         self.group = fresh_group(ssm=ssm)
         self.sources = fresh_sources(n_sources)
@@ -176,7 +177,7 @@ TRANSITIONS = [
               "with exactly those sources",
        parts=[Part(name, title, before=before, after=after, records=records) for name, title, before, after, records
               in TRANSITIONS])
-def filter_change_is_reported_per_table_1(t):
+def filter_change_is_reported_per_table_1(t: CheckContext):
     """'A change of per-interface state causes the node to immediately
     transmit a State-Change Report from that interface.  The type and
     contents of the Multicast Address Record(s) in that Report are
@@ -213,7 +214,7 @@ def filter_change_is_reported_per_table_1(t):
 
 # -- RFC 3810 §6.1, §9.1, §9.11: retransmissions ------------------------------------------------------
 
-def _transmissions(t, f: Filter, since: float, *, stop_at: int | None) -> list:
+def _transmissions(t: CheckContext, f: Filter, since: float, *, stop_at: int | None) -> list:
     """The DUT's State-Change Reports for ``f.group`` from ``since``: each
     next one waited for up to LATE_FACTOR Unsolicited Report Intervals after
     the previous (so a late one is seen, not taken for a missing one)."""
@@ -251,7 +252,7 @@ def _transmissions(t, f: Filter, since: float, *, stop_at: int | None) -> list:
                 expect="each retransmission of the State-Change Report follows the previous within the [Unsolicited "
                        "Report Interval] (default 1 s, plus scheduling slack), in each of 3 joins"),
        ])
-def state_change_report_is_retransmitted(t):
+def state_change_report_is_retransmitted(t: CheckContext):
     """'To cover the possibility of the State Change Report being missed by
     one or more multicast routers, it is retransmitted [Robustness
     Variable] - 1 more times, at intervals chosen at random from the range
@@ -316,7 +317,7 @@ def _same_records(frames, group: str) -> list[str]:
 
 # -- RFC 3810 §6.2, §6.3: answering Queries --------------------------------------------------------------
 
-def _query(t, f: Filter, *, specific: bool, source_idx=(), label: str = "") -> float:
+def _query(t: CheckContext, f: Filter, *, specific: bool, source_idx=(), label: str = "") -> float:
     q = mld_query(_querier(t), version=2, mrd_ms=QUERY_MRD_MS, group=f.group if specific else "::",
                   sources=f.named(source_idx))
     kind = ("Multicast Address and Source Specific" if source_idx else "Multicast Address Specific") if specific \
@@ -325,7 +326,7 @@ def _query(t, f: Filter, *, specific: bool, source_idx=(), label: str = "") -> f
                   f"{' sources {' + ', '.join(f.named(source_idx)) + '}' if source_idx else ''}, MRD {QUERY_MRD_MS} ms")
 
 
-def _answer(t, f: Filter, since: float):
+def _answer(t: CheckContext, f: Filter, since: float):
     return t.port.expect(t.from_dut(_current_state_answer(f.group)), QUERY_MRD_MS / 1000 + _slack(t), since=since)
 
 
@@ -344,7 +345,7 @@ def _answer(t, f: Filter, since: float):
            Part("specific_exclude", "Multicast Address Specific Query, EXCLUDE {S1}: IS_EX {S1}", specific=True,
                 state=(EXC, (0,)), records={MODE_IS_EXCLUDE: (0,)}),
        ])
-def current_state_records_carry_the_filter(t):
+def current_state_records_carry_the_filter(t: CheckContext):
     """'If the expired timer is the interface timer ... one Current State
     Record is sent for each multicast address for which the specified
     interface has listening state ... The Current State Record carries the
@@ -387,7 +388,7 @@ def current_state_records_carry_the_filter(t):
            Part("exclude_all_blocked", "EXCLUDE {S1}, queried {S1}: no Report", state=(EXC, (0,)), queried=(0,),
                 answer=None, then=(1,)),
        ])
-def source_specific_query_is_answered_per_table_3(t):
+def source_specific_query_is_answered_per_table_3(t: CheckContext):
     """'If the expired timer is a multicast address timer and the list of
     recorded sources for that multicast address is non-empty ... the
     contents of the corresponding Current State Record are determined from

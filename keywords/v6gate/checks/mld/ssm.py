@@ -8,6 +8,7 @@ source list."""
 from __future__ import annotations
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...net.mld import (
     ALLOW_NEW,
     BLOCK_OLD,
@@ -43,7 +44,7 @@ def _exclude_records(frame, group: str) -> list[str]:
            Part("leave", "leaving (S, G): BLOCK {S}, then no Report for G", step="leave",
                 fault="dut_does_not_report_blocked_sources"),
        ])
-def ssm_channel_is_joined_and_left(t):
+def ssm_channel_is_joined_and_left(t: CheckContext):
     """'An SSM-aware host SHOULD NOT send ... EXCLUDE mode ... for SSM
     addresses' (RFC 4604 §2.2.1, RFC 9777 §5.2.13): a channel is requested
     with IPv6MulticastListen(G, INCLUDE {S}) (RFC 4604 §2.1), which for a

@@ -4,6 +4,7 @@
 from scapy.layers.inet6 import ICMPv6ND_NA
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...net import packets as P
 from ...net.mutate import break_one
 from ...scenario import nce
@@ -53,7 +54,7 @@ def _invalid_na(nb: Neighbour, how: str):
              fault="dut_ignores_zero_length_na_option"),
     ],
 )
-def invalid_na_is_ignored(t):
+def invalid_na_is_ignored(t: CheckContext):
     """'A node MUST silently discard any received Neighbor Advertisement
     messages that do not satisfy all of the following validity checks'
     (RFC 4861 §7.1.2).  The NA would otherwise complete TN1's pending
@@ -75,7 +76,7 @@ def invalid_na_is_ignored(t):
     fault="dut_accepts_fragmented_nd",
     expect="no Neighbor Advertisement: a Neighbor Solicitation carried in IPv6 fragments is silently ignored",
 )
-def fragmented_ns_is_ignored(t):
+def fragmented_ns_is_ignored(t: CheckContext):
     """'...nodes MUST silently ignore ND messages if the packets carrying
     them include an IPv6 Fragmentation Header' — with the SEND exception
     only (RFC 6980 §5).  The NS is valid otherwise (unicast, with SLLA)."""
@@ -94,7 +95,7 @@ def fragmented_ns_is_ignored(t):
     expect="the fragmented NA is ignored: TN1's entry stays INCOMPLETE, no Echo Reply reaches TN1 while the DUT keeps "
            "soliciting it",
 )
-def fragmented_na_is_ignored(t):
+def fragmented_na_is_ignored(t: CheckContext):
     """RFC 6980 §5: a Neighbor Advertisement in IPv6 fragments MUST be
     silently ignored.  Here it is a valid solicited NA (S=1, O=1, TLLA)
     that would otherwise complete TN1's pending address resolution."""

@@ -4,6 +4,7 @@
 from scapy.layers.inet6 import IPv6
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...net import packets as P
 from ...scenario import nce
 from ...scenario.nce import Expect, Neighbour
@@ -80,7 +81,7 @@ def _na_parts(state: str) -> list[Part]:
     return parts
 
 
-def _na_in_state(t, state: str):
+def _na_in_state(t: CheckContext, state: str):
     """Put TN1's entry into ``state``, send the part's NA, judge the entry."""
     nb = Neighbour(t, t.tn1)
     nce.enter(nb, state)
@@ -110,7 +111,7 @@ def _na_in_state(t, state: str):
     expect="the entry is updated as RFC 4861 §7.2.5 requires for a REACHABLE entry",
     parts=_na_parts("reachable"),
 )
-def na_updates_reachable_entry(t):
+def na_updates_reachable_entry(t: CheckContext):
     """When a valid Neighbor Advertisement is received the Neighbor Cache is
     searched for the target's entry and updated by its flags and Target
     Link-Layer Address option (RFC 4861 §7.2.5): with Override clear and a
@@ -131,7 +132,7 @@ def na_updates_reachable_entry(t):
     expect="the entry is updated as RFC 4861 §7.2.5 requires for a STALE entry",
     parts=_na_parts("stale"),
 )
-def na_updates_stale_entry(t):
+def na_updates_stale_entry(t: CheckContext):
     """RFC 4861 §7.2.5 for an entry that aged to STALE (§7.3.3: more than
     ReachableTime since its last confirmation): an NA with Override clear and
     a different address is ignored, Solicited=1 confirms it (REACHABLE), a
@@ -150,7 +151,7 @@ def na_updates_stale_entry(t):
     expect="the entry is updated as RFC 4861 §7.2.5 requires for an entry in PROBE",
     parts=_na_parts("probe"),
 )
-def na_updates_probe_entry(t):
+def na_updates_probe_entry(t: CheckContext):
     """RFC 4861 §7.2.5 for an entry being probed by Neighbor Unreachability
     Detection (§7.3.3): only a solicited NA confirms reachability and ends
     probing; an unsolicited one with the cached address (or none) leaves the
@@ -184,7 +185,7 @@ def na_updates_probe_entry(t):
                     "keeps soliciting it", fault="impostor_applies_na_without_validation"),
     ],
 )
-def na_completes_address_resolution(t):
+def na_completes_address_resolution(t: CheckContext):
     """For an INCOMPLETE entry: 'If no Target Link-Layer Address option is
     included, the receiving node SHOULD silently discard the received
     advertisement.  Otherwise, the receiving node performs the following
@@ -221,7 +222,7 @@ def na_completes_address_resolution(t):
            for i, (tl, s, o) in enumerate([(True, 0, 0), (True, 0, 1), (True, 1, 0), (True, 1, 1),
                                            (False, 0, 0), (False, 0, 1), (False, 1, 0), (False, 1, 1)])],
 )
-def na_without_entry_is_discarded(t):
+def na_without_entry_is_discarded(t: CheckContext):
     """'If no entry exists, the advertisement SHOULD be silently discarded.
     There is no need to create an entry if none exists, since the recipient
     has apparently not initiated any communication with the target.'

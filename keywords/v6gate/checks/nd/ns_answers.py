@@ -4,6 +4,7 @@
 from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, ICMPv6NDOptSrcLLAddr, IPv6
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net import packets as P
 from ...net.mutate import break_one
@@ -12,7 +13,7 @@ from ...scenario import nce
 from ...scenario.nce import Expect, Neighbour
 
 
-def _na_seen(t, frame, *, solicited: bool, dst: str) -> tuple[list[str], str]:
+def _na_seen(t: CheckContext, frame, *, solicited: bool, dst: str) -> tuple[list[str], str]:
     """Judge an NA sent in answer to an NS (RFC 4861 §7.2.4)."""
     na = frame.pkt[ICMPv6ND_NA]
     ip = frame.pkt[IPv6]
@@ -61,7 +62,7 @@ def _na_seen(t, frame, *, solicited: bool, dst: str) -> tuple[list[str], str]:
                     "the solicitor's address itself (the NS carried no SLLA, so it created no usable entry)"),
     ],
 )
-def ns_is_answered_without_nce(t):
+def ns_is_answered_without_nce(t: CheckContext):
     """A valid NS for one of the node's addresses is answered with a
     solicited NA to the solicitor (RFC 4861 §7.2.4).  The solicitor is a
     fresh node, so the DUT has no Neighbor Cache Entry for it; with a
@@ -107,7 +108,7 @@ def ns_is_answered_without_nce(t):
         Part("multicast", "Multicast NS from a global source", multicast=True),
     ],
 )
-def ns_for_global_address_is_answered(t):
+def ns_for_global_address_is_answered(t: CheckContext):
     """Address resolution works for every unicast address of the interface,
     not only its link-local one (RFC 4861 §7.2.3: the target is 'a valid
     unicast or anycast address assigned to the receiving interface')."""
@@ -124,7 +125,7 @@ def ns_for_global_address_is_answered(t):
     return t.conclude(seen, problems)
 
 
-def _invalid_ns(t, tn1, target: str, how: str):
+def _invalid_ns(t: CheckContext, tn1, target: str, how: str):
     """A Neighbor Solicitation made invalid in one way (RFC 4861 §7.1.1)."""
     dut_mac = t.dut.mac
     if how == "multicast_target":
@@ -166,7 +167,7 @@ def _invalid_ns(t, tn1, target: str, how: str):
              expect="no NA: every included option must have a length greater than zero"),
     ],
 )
-def invalid_ns_is_ignored(t):
+def invalid_ns_is_ignored(t: CheckContext):
     """A node MUST silently discard any received Neighbor Solicitation that
     does not satisfy all of the validity checks of RFC 4861 §7.1.1."""
     tn1 = t.tn1

@@ -5,6 +5,7 @@ from scapy.layers.inet6 import ICMPv6ND_NA
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...scenario import nce
 from ...scenario.nce import Expect, Neighbour
 
@@ -39,7 +40,7 @@ def _ns_parts(state: str, faults: dict) -> list[Part]:
     return parts
 
 
-def _dut_na_to(t, nb: Neighbour, since: float, lla: str | None) -> tuple[list[str], str, float | None]:
+def _dut_na_to(t: CheckContext, nb: Neighbour, since: float, lla: str | None) -> tuple[list[str], str, float | None]:
     """The DUT's solicited NA answering the node's NS, where it went, and when."""
     na = t.port.expect(t.from_dut(nb.is_na_for_me), t.reply_timeout, since=since)
     if na is None:
@@ -52,7 +53,7 @@ def _dut_na_to(t, nb: Neighbour, since: float, lla: str | None) -> tuple[list[st
     return problems, f"NA to {na.pkt[Ether].dst}", na.time
 
 
-def _ns_in_state(t, state: str):
+def _ns_in_state(t: CheckContext, state: str):
     """Put TN1's entry into ``state``, send the part's NS, judge the answer and the entry."""
     nb = Neighbour(t, t.tn1)
     nce.enter(nb, state)
@@ -91,7 +92,7 @@ def _ns_in_state(t, state: str):
                     "and no NA reach TN1 while the DUT keeps soliciting it"),
     ],
 )
-def ns_completes_pending_resolution(t):
+def ns_completes_pending_resolution(t: CheckContext):
     """'If the Source Address is not the unspecified address and, on link
     layers that have addresses, the solicitation includes a Source
     Link-Layer Address option, then the recipient SHOULD create or update
@@ -131,7 +132,7 @@ def ns_completes_pending_resolution(t):
     parts=_ns_parts("reachable", {"same": "impostor_ns_makes_reachable_entry_stale",
                                   "diff": "dut_drops_neighbor_solicitation"}),
 )
-def ns_updates_reachable_entry(t):
+def ns_updates_reachable_entry(t: CheckContext):
     """An NS with a Source Link-Layer Address option updates the solicitor's
     entry: a different address replaces the cached one and makes the entry
     STALE; the same address leaves it REACHABLE (RFC 4861 §7.2.3).  The
@@ -150,7 +151,7 @@ def ns_updates_reachable_entry(t):
     expect="the solicitor's STALE entry is updated as RFC 4861 §7.2.3 requires",
     parts=_ns_parts("stale", {"same": "impostor_ns_confirms_stale_entry", "diff": "dut_drops_neighbor_solicitation"}),
 )
-def ns_updates_stale_entry(t):
+def ns_updates_stale_entry(t: CheckContext):
     """An NS is not a reachability confirmation (RFC 4861 §7.3.1): a STALE
     entry stays STALE (sending the NA starts DELAY, then PROBE), with the
     address replaced if the SLLA differs (§7.2.3)."""
@@ -168,7 +169,7 @@ def ns_updates_stale_entry(t):
     expect="the solicitor's entry in PROBE is updated as RFC 4861 §7.2.3 requires",
     parts=_ns_parts("probe", {"same": "impostor_ns_confirms_probe_entry", "diff": "dut_drops_neighbor_solicitation"}),
 )
-def ns_updates_probe_entry(t):
+def ns_updates_probe_entry(t: CheckContext):
     """An NS with the cached SLLA does not confirm reachability: the entry
     stays in PROBE and probing goes on; a different SLLA replaces the
     address and makes the entry STALE (RFC 4861 §7.2.3, §7.3.3)."""

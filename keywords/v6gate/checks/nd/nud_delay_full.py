@@ -3,6 +3,7 @@
 
 
 from ...core.check import check
+from ...core.context import CheckContext
 from ...scenario import nce
 from ...scenario.nce import Neighbour, NudTiming
 
@@ -17,7 +18,7 @@ from ...scenario.nce import Neighbour, NudTiming
     expect="in the DUT's default configuration, the first unicast probe of an entry put in DELAY follows the packet "
            "by DELAY_FIRST_PROBE_TIME (5 s, RFC 4861 §10), not earlier (k/n trials)",
 )
-def first_probe_waits_delay_first_probe_time(t):
+def first_probe_waits_delay_first_probe_time(t: CheckContext):
     """'...sets a timer to expire in DELAY_FIRST_PROBE_TIME seconds.  If the
     entry is still in the DELAY state when the timer expires, the entry's
     state changes to PROBE' (RFC 4861 §7.3.3) with DELAY_FIRST_PROBE_TIME

@@ -3,6 +3,7 @@
 
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...scenario.firsthop import FirstHop
 
 
@@ -55,7 +56,7 @@ def _via_router(bench: FirstHop, answer, src: str) -> tuple[list[str], str]:
                     "default router, even though TN2 sent it directly: no NS for TN2's address"),
     ],
 )
-def next_hop_follows_prefix_list(t):
+def next_hop_follows_prefix_list(t: CheckContext):
     """'Next-hop determination for a given unicast destination operates as
     follows.  The sender performs a longest prefix match against the Prefix
     List to determine whether the packet's destination is on- or off-link.
@@ -91,7 +92,7 @@ def next_hop_follows_prefix_list(t):
     expect="a prefix advertised with the on-link flag clear does not make its addresses on-link: an Echo Request from "
            "TN1's address in that prefix is answered through TR1, with no NS for TN1's address",
 )
-def prefix_without_on_link_flag_is_not_on_link(t):
+def prefix_without_on_link_flag_is_not_on_link(t: CheckContext):
     """'If the prefix is the link-local prefix, silently ignore the Prefix
     Information option.  If the on-link flag is set ... add the prefix to
     the Prefix List' (RFC 4861 §6.3.4); L=0 means 'the advertisement makes
@@ -123,7 +124,7 @@ def prefix_without_on_link_flag_is_not_on_link(t):
                     "(answered directly), past the renewed one it is off-link (answered through TR1)"),
     ],
 )
-def prefix_list_follows_valid_lifetime(t):
+def prefix_list_follows_valid_lifetime(t: CheckContext):
     """'If the prefix is already present in the host's Prefix List as the
     result of a previously received advertisement, reset its invalidation
     timer to the Valid Lifetime value in the Prefix Information option'; a

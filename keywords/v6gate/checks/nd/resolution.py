@@ -6,6 +6,7 @@ from scapy.layers.inet6 import ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr, IPv6
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net import packets as P
 from ...net.nd import ND_HOP_LIMIT
@@ -29,7 +30,7 @@ from ...scenario.nce import Neighbour, NudTiming
         Part("B", "Multiple Queues", nodes=2),
     ],
 )
-def packets_wait_for_address_resolution(t):
+def packets_wait_for_address_resolution(t: CheckContext):
     """'While waiting for address resolution to complete, the sender MUST,
     for each neighbor, retain a small queue of packets waiting for address
     resolution to complete.  The queue MUST hold at least one packet, and
@@ -61,7 +62,7 @@ def packets_wait_for_address_resolution(t):
     return t.conclude(text, problems)
 
 
-def _ns_fields(t, f, *, target: str, dst: str, dst_mac: str | None, srcs: set[str], sllao_required: bool) -> list[str]:
+def _ns_fields(t: CheckContext, f, *, target: str, dst: str, dst_mac: str | None, srcs: set[str], sllao_required: bool) -> list[str]:
     pkt = f.pkt
     problems = []
     if pkt[IPv6].hlim != ND_HOP_LIMIT:
@@ -93,12 +94,12 @@ def _intervals(frames, retrans: float) -> list[str]:
     return out
 
 
-def _address_pair(t, node, dut_kind: str, node_kind: str, dut_global: str | None) -> tuple[str, str]:
+def _address_pair(t: CheckContext, node, dut_kind: str, node_kind: str, dut_global: str | None) -> tuple[str, str]:
     dut = t.dut.link_local if dut_kind == "link_local" else dut_global
     return (node.link_local if node_kind == "link_local" else node.global_addr), dut
 
 
-def _timed_bench(t, *, global_needed: bool) -> str | None:
+def _timed_bench(t: CheckContext, *, global_needed: bool) -> str | None:
     """The tester advertises the link prefix (when the DUT needs a global
     address, learned from its DAD probe) and then RetransTimer =
     RETRANS_TIMER; returns the DUT's global address."""
@@ -123,7 +124,7 @@ def _timed_bench(t, *, global_needed: bool) -> str | None:
         Part("B", "Neighbor Solicitation Origination, Target Address Being Global", kind="global"),
     ],
 )
-def address_resolution_solicits_correctly(t):
+def address_resolution_solicits_correctly(t: CheckContext):
     """'When a node has a unicast packet to send to a neighbor, but does not
     know the neighbor's link-layer address, it performs address resolution
     ... creating an entry in the INCOMPLETE state and transmitting a
@@ -180,7 +181,7 @@ def address_resolution_solicits_correctly(t):
         Part("D", "Neighbor Solicitation Origination, Global => Link-local", dut="global", node="link_local"),
     ],
 )
-def unreachability_detection_probes(t):
+def unreachability_detection_probes(t: CheckContext):
     """'The first time a node sends a packet to a neighbor whose entry is
     STALE, the sender changes the state to DELAY and sets a timer to expire
     in DELAY_FIRST_PROBE_TIME seconds.  If the entry is still in the DELAY

@@ -4,6 +4,7 @@
 from scapy.layers.inet6 import ICMPv6ND_NA
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net import packets as P
 from ...scenario import nce
@@ -28,7 +29,7 @@ from ...scenario.nce import Neighbour
         Part("C", "Multicast Neighbor Solicitation with a different SLLA", multicast=True, sll="diff"),
     ],
 )
-def ns_keeps_router_flag(t):
+def ns_keeps_router_flag(t: CheckContext):
     """'If a Neighbor Cache entry is created, the IsRouter flag SHOULD be
     set to FALSE. ... If a Neighbor Cache entry already exists, its
     IsRouter flag MUST NOT be modified.' (RFC 4861 §7.2.3, as summarised in
@@ -65,7 +66,7 @@ def ns_keeps_router_flag(t):
     expect="after TR1 advertises itself with R=0 it is no longer a default router: an off-link Echo Request is not "
            "answered through TR1 (nor by resolving the off-link address, RFC 4861 has no on-link assumption)",
 )
-def na_router_flag_clear_removes_default_router(t):
+def na_router_flag_clear_removes_default_router(t: CheckContext):
     """'In those cases where the IsRouter flag changes from TRUE to FALSE as
     a result of this update, the node MUST remove that router from the
     Default Router List and update the Destination Cache entries for all
@@ -100,7 +101,7 @@ def na_router_flag_clear_removes_default_router(t):
     expect="an NS for the router's Subnet-Router anycast address on the link prefix is answered with a solicited NA "
            "(Override clear) within MAX_ANYCAST_DELAY_TIME",
 )
-def ns_for_subnet_router_anycast_is_answered(t):
+def ns_for_subnet_router_anycast_is_answered(t: CheckContext):
     """Routers MUST support the Subnet-Router anycast address of the prefixes
     of their interfaces (RFC 4291 §2.6.1); an NA for an anycast target
     SHOULD have Override clear and may be delayed by up to

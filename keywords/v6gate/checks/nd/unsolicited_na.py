@@ -10,6 +10,7 @@ import ipaddress
 from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, IPv6
 
 from ...core.check import check
+from ...core.context import CheckContext
 from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net import packets as P
@@ -31,7 +32,7 @@ from ...scenario.observe import dad_probe_in
            "or all-nodes), Target the new address, a Target Link-Layer Address option with the DUT's MAC, hop "
            "limit 255, within the reply timeout",
 )
-def new_address_is_announced(t):
+def new_address_is_announced(t: CheckContext):
     """RFC 9131 updates RFC 4861 and recommends that nodes send unsolicited
     Neighbor Advertisements upon assigning a new IPv6 address (§4.1), so
     that first-hop routers create a Neighbor Cache entry for it; RFC 4861

@@ -12,6 +12,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net import match as M
@@ -27,13 +28,13 @@ from ...scenario.observe import (
 from ...scenario.rd import DELAY_FIRST_PROBE_TIME
 
 
-def _echo_from(t, node, seq: int, *, mac: str | None = None):
+def _echo_from(t: CheckContext, node, seq: int, *, mac: str | None = None):
     req = (Ether(src=mac or node.mac, dst=t.dut.mac) / IPv6(src=node.link_local, dst=t.dut.link_local)
            / ICMPv6EchoRequest(id=0x2216, seq=seq, data=P.nonce(8)))
     return req
 
 
-def _reach_state(t, tr1, state: str) -> str | None:
+def _reach_state(t: CheckContext, tr1, state: str) -> str | None:
     """Bring the DUT's Neighbor Cache entry for TR1 into ``state`` (none,
     INCOMPLETE, REACHABLE, STALE, PROBE) as RFC 4861 §7.3.3 defines the
     transitions.  Returns why it could not, or None."""
@@ -112,7 +113,7 @@ _NCE_PARTS = [
            "entry: a new or changed address leaves it STALE, the same address (or none) leaves its state alone",
     parts=[_nce_part(*p) for p in _NCE_PARTS],
 )
-def ra_updates_neighbor_cache(t):
+def ra_updates_neighbor_cache(t: CheckContext):
     """'If the advertisement contains a Source Link-Layer Address option, the
     link-layer address SHOULD be recorded in the Neighbor Cache entry for the
     router (creating an entry if necessary) ... If a Neighbor Cache entry is
@@ -175,7 +176,7 @@ def ra_updates_neighbor_cache(t):
                        "(still REACHABLE)", [])
 
 
-def _still_probing(t, tr1, mac: str, since: float):
+def _still_probing(t: CheckContext, tr1, mac: str, since: float):
     probe = t.port.expect(t.from_dut(lambda p: M.ns_for(tr1.link_local)(p) and p[Ether].dst.lower() == mac),
                           1.0 + t.reply_timeout, since=since)  # RetransTimer 1000 ms from the tester's RA
     if probe is None:
@@ -200,7 +201,7 @@ def _still_probing(t, tr1, mac: str, since: float):
         Part("C", "RA with different Source Link-layer option as cached", sllao="changed"),
     ],
 )
-def ra_sets_is_router(t):
+def ra_sets_is_router(t: CheckContext):
     """'If no Source Link-Layer Address is included, but a corresponding
     Neighbor Cache entry exists, its IsRouter flag MUST be set to TRUE'; with
     the option, the address is recorded and IsRouter set (RFC 4861 §6.3.4)."""

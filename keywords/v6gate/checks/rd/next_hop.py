@@ -11,6 +11,7 @@ from scapy.layers.inet6 import (
 )
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
@@ -34,7 +35,7 @@ from ...scenario.rd import DELAY_FIRST_PROBE_TIME, MAX_UNICAST_SOLICIT
     expect="an Echo Reply to an off-link address goes to the default router TR1 (learnt from its RA), not "
            "on-link and not elsewhere",
 )
-def offlink_destination_goes_to_default_router(t):
+def offlink_destination_goes_to_default_router(t: CheckContext):
     """Next-hop determination: 'the sender ... performs a longest prefix
     match against the Prefix List ... If the destination is off-link, the
     sender selects a router from the Default Router List' (RFC 4861 §5.2)."""
@@ -59,7 +60,7 @@ def offlink_destination_goes_to_default_router(t):
     expect="a Prefix Information option with L=1 and prefix length 96 is used for on-link determination (the "
            "DUT resolves and answers a node in it directly) although no address is formed from it",
 )
-def onlink_prefix_of_any_length_is_onlink(t):
+def onlink_prefix_of_any_length_is_onlink(t: CheckContext):
     """On-link determination takes the prefix with its length whatever it is
     (RFC 4861 §6.3.4: 'If the on-link flag is set ... add the prefix to the
     Prefix List'); only autoconfiguration needs prefix length + interface
@@ -95,7 +96,7 @@ def onlink_prefix_of_any_length_is_onlink(t):
     # this part asserts the clause's other half, which that procedure cannot see
     parts=[Part("L0-after-L1", "On-link prefix stays on-link after L=0")],
 )
-def onlink_flag_clear_keeps_prefix_onlink(t):
+def onlink_flag_clear_keeps_prefix_onlink(t: CheckContext):
     """'a Prefix Information option with the on-link flag set to zero
     conveys no information concerning on-link determination and MUST NOT be
     interpreted to mean that addresses covered by the prefix are off-link'
@@ -129,7 +130,7 @@ def onlink_flag_clear_keeps_prefix_onlink(t):
            "for it and the DUT sends off-link traffic through the other within DELAY_FIRST_PROBE_TIME + "
            "MAX_UNICAST_SOLICIT x RetransTimer and a margin",
 )
-def default_router_switch(t):
+def default_router_switch(t: CheckContext):
     """'Routers that are reachable or probably reachable (i.e., in any state
     other than INCOMPLETE) SHOULD be preferred over routers whose
     reachability is unknown or suspect' (RFC 4861 §6.3.6); NUD finds a

@@ -9,6 +9,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net import match as M
 from ...net.nd import router_advertisement
@@ -43,7 +44,7 @@ from ...scenario.rd import DELAY_FIRST_PROBE_TIME, _random_hop_limit
              expect="after an RA with a non-zero Cur Hop Limit X, the DUT's Echo Replies carry hop limit X"),
     ],
 )
-def cur_hop_limit_is_applied(t):
+def cur_hop_limit_is_applied(t: CheckContext):
     """'If the received Cur Hop Limit value is non-zero, the host SHOULD set
     its CurHopLimit variable to the received value' (RFC 4861 §6.3.4); zero
     means unspecified by this router (§4.2), so it changes nothing."""
@@ -72,7 +73,7 @@ def cur_hop_limit_is_applied(t):
     return t.conclude(detail, [])
 
 
-def _router_in_use(t, tr, tn2, addr) -> tuple[bool, str]:
+def _router_in_use(t: CheckContext, tr, tn2, addr) -> tuple[bool, str]:
     path = next_hop_for(t, tn2, addr, via=tr)
     return path.kind == "router" and path.router is tr, path.describe()
 
@@ -98,7 +99,7 @@ def _router_in_use(t, tr, tn2, addr) -> tuple[bool, str]:
              expect="TR1 (Router Lifetime 5 s) is the next hop at first, and no longer once 5 s have passed"),
     ],
 )
-def router_lifetime_is_honoured(t):
+def router_lifetime_is_honoured(t: CheckContext):
     """'If the address is already present in the host's Default Router List
     as a result of a previously received advertisement, reset its
     invalidation timer to the Router Lifetime value in the newly received
@@ -155,7 +156,7 @@ def router_lifetime_is_honoured(t):
              expect="the router's Router Advertisements carry a Reachable Time no greater than 3,600,000 ms"),
     ],
 )
-def reachable_time_is_applied(t):
+def reachable_time_is_applied(t: CheckContext):
     """'If the received Reachable Time value is non-zero, the host SHOULD set
     its BaseReachableTime variable to the received value' and re-compute
     ReachableTime, a random value between MIN_RANDOM_FACTOR and
@@ -198,7 +199,7 @@ def reachable_time_is_applied(t):
     return t.conclude(detail, [])
 
 
-def _router_reachable_time(t):
+def _router_reachable_time(t: CheckContext):
     tn1 = t.tn1
     rs = router_solicitation(tn1)
     frame = t.expect_reply(rs, lambda p: ICMPv6ND_RA in p, what="Router Advertisement",

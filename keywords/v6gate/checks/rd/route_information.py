@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net.nd import fresh_prefix, router_advertisement
 from ...net.rd import (
@@ -29,7 +30,7 @@ def _route_prefix(avoid: list[ipaddress.IPv6Network]) -> ipaddress.IPv6Network:
             return route
 
 
-def _rio_ra(t, router, route, *, preference="medium", lifetime=600, router_lifetime=0, step=""):
+def _rio_ra(t: CheckContext, router, route, *, preference="medium", lifetime=600, router_lifetime=0, step=""):
     """An RA from ``router`` carrying one Route Information option."""
     return t.send(router_advertisement(router, router_lifetime=router_lifetime, options=[
         route_information(route, preference=preference, lifetime=lifetime)]),
@@ -37,7 +38,7 @@ def _rio_ra(t, router, route, *, preference="medium", lifetime=600, router_lifet
               f"preference {preference}, lifetime {lifetime} s{step}")
 
 
-def _via(t, node, conf, tr1, routers):
+def _via(t: CheckContext, node, conf, tr1, routers):
     """Where the DUT sends its answer to ``node`` (whose request came through TR1)."""
     t.wait(0.2)  # the RA's processing
     return next_hop_for(t, node, conf.address, via=tr1, routers=routers)
@@ -66,7 +67,7 @@ def _via(t, node, conf, tr1, routers):
              fault="dut_keeps_withdrawn_routes"),
     ],
 )
-def route_information_selects_next_hop(t):
+def route_information_selects_next_hop(t: CheckContext):
     """A type C host (RFC 4191 §3) keeps the routes of Route Information
     options in its Routing Table and picks the next hop by longest prefix
     match, then by route preference among routes of equal length (§3.2's
@@ -148,7 +149,7 @@ def route_information_selects_next_hop(t):
            "its address in TR1's prefix to TR1 and one whose source is its address in TR2's prefix to TR2, "
            "whichever router the request arrived through (four Echo Replies: P1, P2, P2, P1)",
 )
-def source_address_selects_first_hop(t):
+def source_address_selects_first_hop(t: CheckContext):
     """'A host SHOULD select default routers for each prefix it is assigned
     an address in.  Routers that have advertised the prefix in their Router
     Advertisement message SHOULD be preferred over routers that do not

@@ -17,6 +17,7 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net import match as M
@@ -32,7 +33,7 @@ from ...net.rd import (
 from ...scenario.rd import _INVALID_RA_PARTS, _ra_effects, _random_hop_limit, _valid_ra_takes_effect
 
 
-def _judge_rs(t, frame) -> list[str]:
+def _judge_rs(t: CheckContext, frame) -> list[str]:
     """RFC 4861 §4.1, §6.3.7: a Router Solicitation's fields."""
     pkt = frame.pkt
     ip, rs = pkt[IPv6], pkt[ICMPv6ND_RS]
@@ -63,7 +64,7 @@ def _rs_gap_ceiling() -> float:
     return RTR_SOLICITATION_INTERVAL * (1 + RS_RAND)
 
 
-def _restart_and_first_rs(t):
+def _restart_and_first_rs(t: CheckContext):
     since = t.restart_dut()
     window = float(t.timing["ready_timeout_s"])
     first = t.port.expect(t.from_dut(is_rs), window, since=since)
@@ -82,7 +83,7 @@ def _restart_and_first_rs(t):
            "option only with a link-local source); a retransmission, if any, comes no sooner than "
            "RTR_SOLICITATION_INTERVAL (4 s, less RFC 7559's 10 % randomisation) after the first",
 )
-def rs_is_sent_at_interface_start(t):
+def rs_is_sent_at_interface_start(t: CheckContext):
     """'When an interface becomes enabled, a host may be unwilling to wait for
     the next unsolicited Router Advertisement ... it SHOULD transmit up to
     MAX_RTR_SOLICITATIONS Router Solicitation messages, each separated by at
@@ -119,7 +120,7 @@ def rs_is_sent_at_interface_start(t):
            "apart (less 10 % randomisation); after MAX_RTR_SOLICITATIONS it stops (RFC 4861) or keeps "
            "going with intervals that never shrink (RFC 7559 backoff)",
 )
-def rs_retransmissions_keep_their_spacing(t):
+def rs_retransmissions_keep_their_spacing(t: CheckContext):
     """RFC 4861 §6.3.7 spaces solicitations RTR_SOLICITATION_INTERVAL apart;
     RFC 7559 §2 lets a host continue past MAX_RTR_SOLICITATIONS with an
     exponential backoff (RT = 2*RTprev + RAND*RTprev), never faster."""
@@ -158,7 +159,7 @@ def rs_retransmissions_keep_their_spacing(t):
         Part("F", "Invalid Router Advertisement, Bad ICMP Code", how="code_1", sllao=True),
     ],
 )
-def solicited_ra_stops_solicitations(t):
+def solicited_ra_stops_solicitations(t: CheckContext):
     """'Once the host sends a Router Solicitation, and receives a valid Router
     Advertisement with a non-zero Router Lifetime, the host MUST desist from
     sending additional solicitations on that interface' (RFC 4861 §6.3.7);
@@ -210,7 +211,7 @@ def solicited_ra_stops_solicitations(t):
         Part("C", "Link-local Unicast Destination", dst="unicast"),
     ],
 )
-def host_ignores_router_solicitations(t):
+def host_ignores_router_solicitations(t: CheckContext):
     """'A host MUST silently discard any received Router Solicitation
     messages' (RFC 4861 §6.2.6).  The RS names a link-layer address that is
     not the solicitor's: a host that processed it would answer there."""

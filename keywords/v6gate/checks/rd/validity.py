@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
@@ -36,7 +37,7 @@ from ...scenario.rd import _INVALID_RA_PARTS, _ra_effects, _random_hop_limit, _v
         ("F", "Option of Length 0", "zero_length_option"),
     ]],
 )
-def invalid_ra_is_ignored(t):
+def invalid_ra_is_ignored(t: CheckContext):
     """'A node MUST silently discard any received Router Advertisement
     messages that do not satisfy all of the following validity checks'
     (RFC 4861 §6.1.2): link-local source, hop limit 255, valid checksum,
@@ -60,7 +61,7 @@ def invalid_ra_is_ignored(t):
     return t.conclude(f"{seen}; {after}", [])
 
 
-def _fragmented_ra(t, atomic: bool):
+def _fragmented_ra(t: CheckContext, atomic: bool):
     tr1, prefix = t.tr1, fresh_prefix(avoid=t.target.link_prefix)
     before, _ = echo_hop_limit(t, t.node("TN1"))
     chlim = _random_hop_limit(avoid=before or 64)
@@ -94,7 +95,7 @@ def _fragmented_ra(t, atomic: bool):
            "address from its prefix, its Cur Hop Limit not used",
     parts=[Part("A", "Router Advertisement with Atomic Fragment (Host Only)")],
 )
-def ra_in_atomic_fragment_is_ignored(t):
+def ra_in_atomic_fragment_is_ignored(t: CheckContext):
     """'A node MUST silently ignore any IPv6 packets that contain a Fragment
     Header and ... an ICMPv6 Router Advertisement' etc. (RFC 6980 §5),
     including atomic fragments."""
@@ -113,7 +114,7 @@ def ra_in_atomic_fragment_is_ignored(t):
            "its Cur Hop Limit not used",
     parts=[Part("A", "Router Advertisement in two fragments (Host Only)")],
 )
-def fragmented_ra_is_ignored(t):
+def fragmented_ra_is_ignored(t: CheckContext):
     """'Nodes MUST silently ignore ... Neighbor Discovery messages if the
     packets are fragmented' (RFC 6980 §5)."""
     return _fragmented_ra(t, atomic=False)

@@ -8,6 +8,7 @@ import hashlib
 import secrets
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.control import NotSupported
 from ...core.verdict import Deviation
 from ...errors import BenchError
@@ -68,7 +69,7 @@ def first_difference(a: bytes, b: bytes) -> str:
     ],
     capabilities=[], dut_config="storage",
 )
-def data_reads_back_intact_at_link_mtu(t):
+def data_reads_back_intact_at_link_mtu(t: CheckContext):
     """Storage traffic is bulk traffic: every segment the DUT sends is as
     large as the link allows (RFC 8200 §5; the MSS follows the MTU), and
     the bytes read back must be the bytes written.  A path that loses
@@ -90,7 +91,7 @@ def data_reads_back_intact_at_link_mtu(t):
         return _transfer(t, dut, svc, port, cl, jumbo)
 
 
-def _transfer(t, dut: str, svc: dict, port: int, cl, mtu: int | None):
+def _transfer(t: CheckContext, dut: str, svc: dict, port: int, cl, mtu: int | None):
     """Write the pattern through the client, read it back, compare; the body of every part."""
     seed = secrets.token_bytes(8)
     data = pattern(PATTERN_BYTES, seed)
@@ -161,19 +162,19 @@ def _transfer(t, dut: str, svc: dict, port: int, cl, mtu: int | None):
                        f"packet {largest} bytes{path}", [])
 
 
-def _largest_frame(t, since: float, dut: str, port: int) -> int:
+def _largest_frame(t: CheckContext, since: float, dut: str, port: int) -> int:
     from scapy.layers.inet6 import IPv6
 
     frames = [f for f in C.session_frames(t, since, dut, port) if f.pkt[IPv6].src == dut]
     return max((len(f.pkt[IPv6]) for f in frames), default=0)
 
 
-def _largest(t, since: float, dut: str, port: int) -> str:
+def _largest(t: CheckContext, since: float, dut: str, port: int) -> str:
     n = _largest_frame(t, since, dut, port)
     return f"the DUT's largest packet in the session: {n} bytes" if n else "no packet from the DUT's service port"
 
 
-def _dut_mss(t, since: float, dut: str, port: int) -> int | None:
+def _dut_mss(t: CheckContext, since: float, dut: str, port: int) -> int | None:
     from scapy.layers.inet import TCP
     from scapy.layers.inet6 import IPv6
 
@@ -184,7 +185,7 @@ def _dut_mss(t, since: float, dut: str, port: int) -> int | None:
     return None
 
 
-def _packet_too_big_to_dut(t, since: float, dut: str) -> list[int]:
+def _packet_too_big_to_dut(t: CheckContext, since: float, dut: str) -> list[int]:
     """MTUs of the Packet Too Big messages sent to the DUT in the check (the router's, seen on the link)."""
     from scapy.layers.inet6 import ICMPv6PacketTooBig, IPv6
 

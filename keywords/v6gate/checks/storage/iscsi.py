@@ -4,6 +4,7 @@ values (RFC 7143 §13.8)."""
 from __future__ import annotations
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net.iscsi import INITIATOR, parse_target_address
 from ...scenario import storage as C
@@ -45,7 +46,7 @@ def judge_target_addresses(pairs: list[list[str]] | list[tuple[str, str]], link_
     ],
     capabilities=["iSCSI"], dut_config="storage",
 )
-def sendtargets_portals_are_ipv6(t):
+def sendtargets_portals_are_ipv6(t: CheckContext):
     """A target returns, for each target name, the addresses where an
     initiator can reach it (TargetAddress).  On an IPv6-only link an IPv4
     portal cannot be reached, a link-local one cannot be reached from off

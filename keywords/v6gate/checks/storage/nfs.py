@@ -8,6 +8,7 @@ import ipaddress
 import re
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...scenario import storage as C
 
@@ -73,7 +74,7 @@ def judge_registrations(rows: list[dict], versions: list[int]) -> tuple[list[str
     fault="dut_nfs_registers_only_ipv4_transports",
     capabilities=["NFS"], dut_config="storage",
 )
-def rpcbind_registrations_are_ipv6(t):
+def rpcbind_registrations_are_ipv6(t: CheckContext):
     """An NFSv3 client asks rpcbind where NFS and MOUNT listen; on an
     IPv6-only link only tcp6/udp6 registrations are usable, and their
     universal addresses must parse (RFC 5665) or the client cannot
@@ -141,7 +142,7 @@ def judge_locations(fsl: dict | None, link_is_global: bool = True) -> list[str]:
     ],
     capabilities=["NFS"], dut_config="storage-vm", liveness=None,
 )
-def referral_locations_are_ipv6(t):
+def referral_locations_are_ipv6(t: CheckContext):
     """A referral is how an NFSv4 server sends a client to the server that
     holds a file system (a migrated or federated export).  On an IPv6-only
     network a location naming an IPv4 server cannot be followed, nor a

@@ -20,6 +20,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...scenario import storage as C
@@ -61,7 +62,7 @@ def judge_log_entries(entries: list[dict], link_is_global: bool = True) -> list[
     return problems
 
 
-def _discover(t) -> tuple[dict, str, int, float, C.Client]:
+def _discover(t: CheckContext) -> tuple[dict, str, int, float, C.Client]:
     """(the client's answer, the endpoint address, port, session start, client) of one discovery session."""
     addr, _, port, cl = C.endpoint(t, "NVMe-TCP")
     answer, since = C.ask(t, cl, "v6gate.net.nvme_tcp", ["discover", addr, str(port)], "NVMe/TCP discovery host",
@@ -69,7 +70,7 @@ def _discover(t) -> tuple[dict, str, int, float, C.Client]:
     return answer, addr, port, since, cl
 
 
-def _session_failed(t, answer: dict, addr: str, port: int, since: float):
+def _session_failed(t: CheckContext, answer: dict, addr: str, port: int, since: float):
     frames = C.session_frames(t, since, addr, port)
     raise C.speaker_error(answer, f"NVMe/TCP discovery on [{addr}]:{port} failed: {answer['error']}; "
                                   f"{len(frames)} IPv6 frames to/from port {port}; "
@@ -92,7 +93,7 @@ def _session_failed(t, answer: dict, addr: str, port: int, since: float):
     ],
     capabilities=["NVMe-TCP"], dut_config="storage-vm", liveness=None,
 )
-def nvme_tcp_discovery_answers_over_ipv6_only(t):
+def nvme_tcp_discovery_answers_over_ipv6_only(t: CheckContext):
     """An NVMe/TCP host finds subsystems through a discovery controller.
     On an IPv6-only network that controller must accept the host's
     connection, capsules and log request on its global IPv6 address, and
@@ -134,7 +135,7 @@ def nvme_tcp_discovery_answers_over_ipv6_only(t):
     ],
     capabilities=["NVMe-TCP"], dut_config="storage-vm", liveness=None,
 )
-def nvme_discovery_log_entries_are_ipv6(t):
+def nvme_discovery_log_entries_are_ipv6(t: CheckContext):
     """A host connects to what the Discovery Log Page lists: every
     subsystem's port and every referral to another discovery controller.
     On an IPv6-only link an IPv4 entry cannot be reached, a link-local one
@@ -166,7 +167,7 @@ def nvme_discovery_log_entries_are_ipv6(t):
     parts=[Part(None, fault="dut_vm_loses_full_size_ipv6_packets")],
     capabilities=["NVMe-TCP"], dut_config="storage-vm", liveness=None,
 )
-def nvme_data_reads_back_intact_at_link_mtu(t):
+def nvme_data_reads_back_intact_at_link_mtu(t: CheckContext):
     """Block storage is only as good as what reads back.  Over an IPv6
     path the target's Read data goes out in full-size segments (MSS from
     the link MTU); if those are lost the host's reads stall, and if blocks

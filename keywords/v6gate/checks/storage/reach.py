@@ -11,6 +11,7 @@ LUNS), libnfs's ``nfs-ls`` (NFSv4 and NFSv3 with MOUNT), Samba's
 from __future__ import annotations
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...net.iscsi import INITIATOR
 from ...scenario import storage as C
@@ -19,7 +20,7 @@ RFC = ("RFC 8200 §1 and OMB M-21-07 (IPv6-only operation: the service must work
        "RFC 7143 §4.2 / RFC 7530 §2.2 / RFC 1813 §2 / MS-SMB2 §2.1 (transport over TCP on any IP version)")
 
 
-def _session(t, label: str, port: int, argv_or_fn) -> tuple[int | None, str, str, float]:
+def _session(t: CheckContext, label: str, port: int, argv_or_fn) -> tuple[int | None, str, str, float]:
     since = t.port.now()
     rc, out, err = argv_or_fn()
     t.wait(0.3)  # the last frames of the session reach the capture
@@ -47,7 +48,7 @@ def _session(t, label: str, port: int, argv_or_fn) -> tuple[int | None, str, str
     ],
     capabilities=[], dut_config="storage", liveness="ns",
 )
-def service_answers_over_ipv6_only(t):
+def service_answers_over_ipv6_only(t: CheckContext):
     """An IPv6-only network has no IPv4 to fall back to: a storage service
     the DUT claims must accept a client's session on its global IPv6
     address, and the DUT must not send IPv4 (ARP, broadcasts, an IPv4

@@ -12,6 +12,7 @@ import time
 from scapy.layers.inet6 import IPv6
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...core.control import NotSupported
 from ...core.verdict import Deviation
 from ...errors import BenchError
@@ -35,7 +36,7 @@ def _wait_until(pred, proc: subprocess.Popen, within: float) -> bool:
     return False
 
 
-def _connections(t, since: float, dut: str, port: int) -> set[int]:
+def _connections(t: CheckContext, since: float, dut: str, port: int) -> set[int]:
     """Client ports of the connections opened (SYN) to the DUT's port in this check."""
     from scapy.layers.inet import TCP
 
@@ -43,7 +44,7 @@ def _connections(t, since: float, dut: str, port: int) -> set[int]:
             if TCP in f.pkt and f.pkt[TCP].dport == port and f.pkt[TCP].flags.S and not f.pkt[TCP].flags.A}
 
 
-def _address_state(t, dut: str) -> str | None:
+def _address_state(t: CheckContext, dut: str) -> str | None:
     """"deprecated", "preferred" or "missing" where the control adapter can
     read the state of the DUT's addresses; None elsewhere."""
     try:
@@ -65,7 +66,7 @@ def _address_state(t, dut: str) -> str | None:
     # undo the event (and re-form an address a deleting stack removed, hiding the FAIL)
     needs=["exclusive_router"],
 )
-def session_survives_address_deprecation(t):
+def session_survives_address_deprecation(t: CheckContext):
     """Renumbering starts by deprecating the old prefix (preferred lifetime
     0): new connections should use another address, but a deprecated
     address stays valid, and connections already using it continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from ...core.check import check
+from ...core.context import CheckContext
 from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...net.smb import AF_INET6_SMB, parse_interfaces
@@ -24,7 +25,7 @@ from ...scenario import storage as C
     fault="dut_smb_interface_info_truncated",
     capabilities=["SMB"], dut_config="storage",
 )
-def interface_info_lists_ipv6_addresses(t):
+def interface_info_lists_ipv6_addresses(t: CheckContext):
     """A multichannel SMB3 client asks the server for its interfaces and
     opens further channels to the addresses listed.  An IPv6-only client
     can use only SOCKADDR_IN6 entries, and a mis-sized entry corrupts every
