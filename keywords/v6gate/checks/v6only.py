@@ -39,7 +39,7 @@ from ..net import packets as P
 from ..net import v6only as V
 from ..net.nd import fresh_prefix, prefix_option, router_advertisement
 from ..net.port import Frame
-from ..scenario.v6only import ipv4_summary
+from ..scenario.v6only import dut_ipv4, ipv4_summary, settings
 
 #: ports the tester's peers listen on (any free port works; these read well in a pcap)
 PEER_PORT = 443
@@ -53,25 +53,6 @@ class Nat64Facts:
     ipv4_only_name: str  # a name with only an A record
     ipv4_only_address: str  # that A record
     port: int  # a TCP port open on that IPv4-only server
-
-
-def settings(target) -> dict:
-    ext = target.extensions.get("v6only") or {}
-    if not isinstance(ext, dict):
-        raise BenchError(f"{target.source}: extensions.v6only must be a mapping (see docs/v6only.md)")
-    return ext
-
-
-def dut_ipv4(t: CheckContext) -> ipaddress.IPv4Interface | None:
-    """The DUT's IPv4 address on a dual-stack link (extensions.v6only.ipv4), if it has one."""
-    value = settings(t.target).get("ipv4")
-    if not value:
-        return None
-    try:
-        return ipaddress.IPv4Interface(value)
-    except ValueError:
-        raise BenchError(f"{t.target.source}: extensions.v6only.ipv4 {value!r} is not an IPv4 address/length "
-                         "such as 198.18.1.2/24") from None
 
 
 def nat64_facts(t: CheckContext) -> Nat64Facts:

@@ -101,7 +101,7 @@ class HePeer:
 
 
 def _ipv4_of(t) -> str:
-    from ...checks.v6only import dut_ipv4
+    from ...scenario.v6only import dut_ipv4
 
     v4 = dut_ipv4(t)
     if v4 is None:
@@ -112,7 +112,7 @@ def _ipv4_of(t) -> str:
 
 
 def happy_eyeballs(t, prof: GateProfile, i: int) -> Measure:
-    from ...checks import dns as D
+    from ...scenario import dns as D
 
     p = prof.params
     scenario = p.get("scenario", "healthy")
