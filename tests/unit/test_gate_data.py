@@ -13,9 +13,9 @@ from v6gate.gates import profiles as P
 from v6gate.gates.bench import parse_ethtool_k
 from v6gate.gates.calibrate import summarize, what_would_meet
 from v6gate.gates.engine import Budget, Measure, Metric, PairedComparison
-from v6gate.gates.report import numbers_table, ratio_plot, render_gate, sweep_plot, trials_plot
 from v6gate.gates.workloads.ethtool_parity import parity_problems
 from v6gate.gates.workloads.qperf import parse_qperf
+from v6gate.report.gates import numbers_table, ratio_plot, render_gate, sweep_plot, trials_plot
 
 
 def test_shipped_profiles_load_and_every_gate_variant_is_a_check_part():

@@ -32,3 +32,92 @@ def test_checks_end_on_the_one_verdict_path():
                 bad.append(f"{path.relative_to(PKG)}:{call.lineno}: {RETIRED[call.func.attr]}")
     assert not bad, ("use t.conclude(seen, problems) or raise Deviation(problem) (docs/writing-checks.md):\n"
                      + "\n".join(bad))
+
+
+#: the packages of v6gate by layer, highest first: a module imports only its own layer and the ones below
+#: (docs/writing-checks.md, "The layers"); modules at the top level of the package count as their own units
+LAYERS = [
+    {"cli", "commands", "cli_guard", "scope_guard", "pytest_plugin", "robot"},
+    {"report", "audit"},
+    {"checks"},
+    {"gates"},
+    {"scenario"},
+    {"core", "target"},
+    {"lab"},
+    {"net"},
+    {"util", "errors", "paths", "yamlfile", "untrusted", "__init__"},
+]
+#: imports that run back up, each with the reason it is still there
+BACK_UP: dict[tuple[str, str], str] = {}
+
+
+def _imports() -> dict[tuple[str, str], list[str]]:
+    """(importing unit, imported unit) -> 'module -> module' for every import of v6gate by v6gate, at module
+    level or inside functions."""
+    modules = {}
+    for p in PKG.rglob("*.py"):
+        parts = list(p.relative_to(PKG.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = p
+    unit = lambda mod: mod.split(".")[1] if "." in mod else "__init__"  # noqa: E731
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for mod, p in modules.items():
+        for node in ast.walk(ast.parse(p.read_text())):
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = mod.split(".") if p.name == "__init__.py" else mod.split(".")[:-1]
+                    base = base[:len(base) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
+                targets = subs or [target]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for target in targets:
+                if target.startswith("v6gate") and unit(target) != unit(mod):
+                    arrows.setdefault((unit(mod), unit(target)), []).append(f"{mod} -> {target}")
+    return arrows
+
+
+def test_imports_run_down_the_layers():
+    layer = {u: i for i, units in enumerate(LAYERS) for u in units}
+    arrows = _imports()
+    unknown = sorted({u for pair in arrows for u in pair} - set(layer))
+    assert not unknown, f"place these packages in a layer (LAYERS): {unknown}"
+    up = {pair: mods for pair, mods in arrows.items() if layer[pair[1]] < layer[pair[0]] and pair not in BACK_UP}
+    assert not up, "imports that run back up the layers (move the shared code down, or ask the session or the " \
+                    "control adapter):\n" + "\n".join(m for mods in up.values() for m in mods)
+    assert set(BACK_UP) <= set(arrows), f"no longer needed in BACK_UP: {set(BACK_UP) - set(arrows)}"
+
+
+def test_no_package_cycle():
+    arrows = _imports()
+    graph: dict[str, set[str]] = {}
+    for a, b in arrows:
+        graph.setdefault(a, set()).add(b)
+    seen: dict[str, int] = {}  # 1 on the path, 2 done
+
+    def visit(n: str, path: list[str]) -> list[str] | None:
+        seen[n] = 1
+        for m in sorted(graph.get(n, ())):
+            if seen.get(m) == 1:
+                return [*path[path.index(m):], m] if m in path else [n, m]
+            if m not in seen and (cycle := visit(m, [*path, m])):
+                return cycle
+        seen[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in seen:
+            cycle = visit(n, [n])
+            assert cycle is None, f"a circle of imports between packages: {' -> '.join(cycle)}"
+
+
+def test_net_is_packet_code():
+    """net/ holds packets and protocols: it never imports the check framework or the scenario layer."""
+    bad = [m for (a, b), mods in _imports().items() if a == "net" and b in ("core", "scenario", "checks", "lab")
+           for m in mods]
+    assert not bad, bad

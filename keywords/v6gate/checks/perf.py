@@ -13,7 +13,6 @@ docs/writing-gates.md.
 
 from ..core.check import Part, check
 from ..core.context import CheckContext
-from ..gates import report as _report  # noqa: F401  (registers the gates in the report)
 from ..gates.profiles import profiles
 from ..gates.run import run_gate
 

@@ -17,11 +17,15 @@ import contextlib
 import ipaddress
 import json
 import re
+import shlex
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import BenchError
+from ..net import packets as P
+from ..paths import ROOT
 from ..target_values import fill
 from ..util.proc import run
 
@@ -371,6 +375,47 @@ class SshControl(Control):
 
     def unlisten(self, group):
         self._run(self._template("unlisten", "needed to make the DUT leave multicast groups", group=group))
+
+
+class VmConsoleControl(Control):
+    """The control adapter of a stand-in VM: its serial console's shell."""
+
+    name = "vm-console"
+
+    def __init__(self, stand_in):  # lab/stand_in.py StandIn
+        self.stand_in = stand_in
+        self.interface = "eth0"
+
+    def reset(self) -> float:
+        return self.stand_in.prepare()
+
+    def addresses(self) -> list[str]:
+        rc, out = self.stand_in.exec("ip -6 -o addr show dev eth0")
+        if rc != 0:
+            raise BenchError(f"could not read the stand-in DUT's addresses: {out.strip()[-200:]}")
+        return [m.group(1) for line in out.splitlines() if "tentative" not in line
+                for m in [re.search(r"inet6 ([0-9a-f:]+)/\d+", line)] if m]
+
+    def ping(self, dst, *, size=56, count=1, interface=None, wait_s=2.0):
+        dst = dst.split("%")[0]
+        ipaddress.IPv6Address(dst)  # an address, never a shell string
+        iface = f" -I {shlex.quote(interface or self.interface)}" if interface or P.is_link_scoped(dst) else ""
+        command = f"ping -6 -q -c {int(count)} -s {int(size)} -W {max(1, int(wait_s))}{iface} {dst}"
+        return subprocess.Popen([sys.executable, "-m", "v6gate.lab.services.vm_target", str(self.stand_in.service.console),
+                                 command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env={"PYTHONPATH": str(ROOT / "keywords"), "PATH": "/usr/bin:/bin"})
+
+    def command(self, command, *, timeout_s=60.0):
+        rc, out = self.stand_in.exec(command, timeout=timeout_s)
+        if rc != 0:
+            raise BenchError(f"DUT command failed (exit {rc}) on the stand-in's console: {out.strip()[-300:]}")
+        return out
+
+    def listen(self, group):
+        raise NotSupported("the stand-in VM has no program to join a multicast group with")
+
+    def unlisten(self, group):
+        raise NotSupported("the stand-in VM has no program to join a multicast group with")
 
 
 def control_for(target, lab=None) -> Control:

@@ -27,7 +27,7 @@ from ..paths import shown
 from ..target import Target, load_target
 from .check import NEEDS, Check, Part
 from .context import CheckContext, NotApplicable
-from .control import NotSupported, control_for
+from .control import NotSupported, VmConsoleControl, control_for
 from .dut import DutView
 from .ledger import AddressLedger
 from .liveness import Liveness, presence
@@ -358,7 +358,14 @@ class Session:
         standing in for the lab's DUT under the check's DUT configuration
         (lab/stand_in.py), else the target's own."""
         stand_in = self.lab.stand_in if self.lab else None
-        return stand_in.view(self) if stand_in is not None else (self.target, self.control, self.dut)
+        if stand_in is None:
+            return self.target, self.control, self.dut
+
+        def make(target):
+            control = VmConsoleControl(stand_in)
+            return control, DutView(target, control, stand_in.link_local, self.port)
+
+        return stand_in.view(self.target, self.port, make)
 
     # -- what the bench has besides the tester port (the embedded lab's; NotSupported elsewhere) --------
     def _managed_lab(self, what: str):

@@ -31,17 +31,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import ipaddress
 import re
 import shlex
-import subprocess
-import sys
 import time
 
-from ..core.control import Control, NotSupported
-from ..errors import BenchError, LabError, V6GateError
+from ..errors import LabError, V6GateError
 from ..net import packets as P
-from ..paths import ROOT
 from ..util.proc import ip_batch, run
 from .faults import AppliedFault, Fault, _del_root_qdiscs, _fmt
 from .services import build as build_service
@@ -125,18 +120,17 @@ class StandIn:
     def link_local(self) -> str:
         return P.link_local_from_mac(self.mac)  # the kernel's default (addr_gen_mode 0)
 
-    def view(self, session):
-        """(Target, Control, DutView) of the device for ``session``'s checks."""
-        from ..core.dut import DutView
-
-        if self._view is None or self._view[2].port is not session.port:
-            base = session.target
+    def view(self, base, port, make):
+        """(Target, Control, DutView) of the device for the checks on ``port``:
+        ``base`` (the run's target) with the device's MAC, addresses and
+        timing; ``make(target)`` gives its control adapter and DutView (the
+        session: they are the framework's, core/control.py ``VmConsoleControl``)."""
+        if self._view is None or self._view[2].port is not port:
             target = dataclasses.replace(
                 base, dut_mac=self.mac, dut_link_local=self.link_local, dut_global=[self.address], dut_iid="eui64",
-                control={"adapter": VmConsoleControl.name}, timing={**base.timing, **self.timing},
+                control={"adapter": "vm-console"}, timing={**base.timing, **self.timing},
                 description=f"{base.description}; standing in: {self.spec.get('id', self.spec['name'])}")
-            control = VmConsoleControl(self)
-            self._view = (target, control, DutView(target, control, self.link_local, session.port))
+            self._view = (target, *make(target))
         return self._view
 
     # -- faults ---------------------------------------------------------------
@@ -263,44 +257,3 @@ class SwitchSideImpostor:
             with contextlib.suppress(V6GateError):
                 self._set_ageing(self._ageing)
             self._ageing = None
-
-
-class VmConsoleControl(Control):
-    """The control adapter of a stand-in VM: its serial console's shell."""
-
-    name = "vm-console"
-
-    def __init__(self, stand_in: StandIn):
-        self.stand_in = stand_in
-        self.interface = "eth0"
-
-    def reset(self) -> float:
-        return self.stand_in.prepare()
-
-    def addresses(self) -> list[str]:
-        rc, out = self.stand_in.exec("ip -6 -o addr show dev eth0")
-        if rc != 0:
-            raise BenchError(f"could not read the stand-in DUT's addresses: {out.strip()[-200:]}")
-        return [m.group(1) for line in out.splitlines() if "tentative" not in line
-                for m in [re.search(r"inet6 ([0-9a-f:]+)/\d+", line)] if m]
-
-    def ping(self, dst, *, size=56, count=1, interface=None, wait_s=2.0):
-        dst = dst.split("%")[0]
-        ipaddress.IPv6Address(dst)  # an address, never a shell string
-        iface = f" -I {shlex.quote(interface or self.interface)}" if interface or P.is_link_scoped(dst) else ""
-        command = f"ping -6 -q -c {int(count)} -s {int(size)} -W {max(1, int(wait_s))}{iface} {dst}"
-        return subprocess.Popen([sys.executable, "-m", "v6gate.lab.services.vm_target", str(self.stand_in.service.console),
-                                 command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                env={"PYTHONPATH": str(ROOT / "keywords"), "PATH": "/usr/bin:/bin"})
-
-    def command(self, command, *, timeout_s=60.0):
-        rc, out = self.stand_in.exec(command, timeout=timeout_s)
-        if rc != 0:
-            raise BenchError(f"DUT command failed (exit {rc}) on the stand-in's console: {out.strip()[-300:]}")
-        return out
-
-    def listen(self, group):
-        raise NotSupported("the stand-in VM has no program to join a multicast group with")
-
-    def unlisten(self, group):
-        raise NotSupported("the stand-in VM has no program to join a multicast group with")

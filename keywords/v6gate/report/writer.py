@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .. import untrusted
 from ..errors import UsageError
+from . import gates as _gates  # noqa: F401  (the gates register their renderer, report section and results.json part)
 from .results import build_document, host_info, load_records, now_iso, tool_versions, write_all
 
 

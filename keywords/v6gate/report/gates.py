@@ -15,9 +15,9 @@ import html
 import math
 from pathlib import Path
 
-from ..report import html as H
-from ..report import results as R
-from .profiles import pairings
+from ..gates.profiles import pairings
+from . import html as H
+from . import results as R
 
 W, HGT, PAD = 420, 150, 34
 COLORS = {"v4": "#1f77b4", "v6": "#d62728", "off": "#7f7f7f", "on": "#2ca02c", "without": "#7f7f7f",
