@@ -50,8 +50,8 @@ def _default_workers() -> int:
 
 # -- run ---------------------------------------------------------------------------
 def cmd_run(args) -> int:
+    from .core.target import load_target
     from .paths import new_run_id
-    from .target import load_target
 
     target_arg = "lab"
     target = None
@@ -275,7 +275,7 @@ def cmd_repeat(args) -> int:
 
 def _repeat_locks(rest: list[str]):
     """The locks of the target the runs name (held from the first run to the last), after its input checks."""
-    from .target import load_target
+    from .core.target import load_target
 
     target = next((rest[i + 1] for i, a in enumerate(rest[:-1]) if a == "--target"), None)
     target = target or next((a.split("=", 1)[1] for a in rest if a.startswith("--target=")), None)
@@ -481,7 +481,7 @@ def workers_for(target, requested: int) -> tuple[int, str | None]:
 
 
 def cmd_validate(args) -> int:
-    from .target import load_target
+    from .core.target import load_target
 
     t = load_target(args.target_file)
     guard.check_waivers(t)

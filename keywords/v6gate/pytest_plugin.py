@@ -81,7 +81,7 @@ def pytest_configure(config):
 def _capability_labels() -> list[str]:
     import json
 
-    from .target import SCHEMA_PATH
+    from .core.target import SCHEMA_PATH
 
     return json.loads(SCHEMA_PATH.read_text())["$defs"]["capability"]["enum"]
 

@@ -203,7 +203,8 @@ def template(action: str) -> Callable[[object], str]:
                           f"the run produced, quoted); write {{{{{name}}}}} for those braces themselves")
         return value
 
-    check.action = action  # type: ignore[attr-defined]  (a template's field: its values are placeholders)
+    # (a template's field: its values are placeholders)
+    check.action = action  # type: ignore[attr-defined]
     return check
 
 

@@ -411,7 +411,7 @@ def _binary(tmp: Path) -> str:
 def _warm():
     """The check registry and the target schema, loaded once, so a case's time is its input's."""
     from v6gate.core.check import load_all
-    from v6gate.target import _schema
+    from v6gate.core.target import _schema
 
     load_all()
     _schema()

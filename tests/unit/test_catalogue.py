@@ -51,7 +51,7 @@ def test_every_impostor_rule_named_by_a_fault_exists():
 
 def test_every_fault_is_used():
     used = {c.fault_of(p) for c, p in ITEMS}
-    from v6gate.target import load_target
+    from v6gate.core.target import load_target
 
     lab = load_target(FIXTURES / "targets" / "lab.yaml")
     used |= {w.corrective_fault for w in lab.waivers}
@@ -66,7 +66,7 @@ def test_every_fault_is_used():
 
 
 def test_lab_waivers_name_real_checks_and_corrective_faults():
-    from v6gate.target import load_target
+    from v6gate.core.target import load_target
 
     registry = load_all()
     for w in load_target(FIXTURES / "targets" / "lab.yaml").waivers:

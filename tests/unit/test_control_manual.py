@@ -143,7 +143,7 @@ def test_what_cannot_be_done_by_hand_skips():
 
 
 def test_target_file_selects_it(tmp_path):
-    from v6gate.target import load_target
+    from v6gate.core.target import load_target
 
     p = tmp_path / "t.yaml"
     p.write_text("name: x\nkind: host\ncapabilities: [Core]\ntester: {interface: eth9}\n"

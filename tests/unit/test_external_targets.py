@@ -10,8 +10,8 @@ import pytest
 from v6gate.cli import workers_for
 from v6gate.core.context import NotApplicable
 from v6gate.core.control import NotSupported
+from v6gate.core.target import load_target
 from v6gate.paths import FIXTURES
-from v6gate.target import load_target
 
 HOST = textwrap.dedent("""\
     name: test-host

@@ -41,11 +41,11 @@ LAYERS = [
     {"report", "audit"},
     {"checks"},
     {"gates"},
-    {"scenario"},
-    {"core", "target"},
+    {"scenario", "ipsec"},
+    {"core", "runlock"},
     {"lab"},
     {"net"},
-    {"util", "errors", "paths", "yamlfile", "untrusted", "__init__"},
+    {"util", "errors", "paths", "yamlfile", "untrusted", "target_values", "__init__"},
 ]
 #: imports that run back up, each with the reason it is still there
 BACK_UP: dict[tuple[str, str], str] = {}

@@ -10,12 +10,12 @@ import sys
 import pytest
 import yaml
 
+from v6gate.core.target import load_target
 from v6gate.errors import TargetFileError
 from v6gate.ipsec import association as A
 from v6gate.ipsec import settings as S
 from v6gate.lab.impostor_rules.ipsec import xfrm_states
 from v6gate.paths import ROOT
-from v6gate.target import load_target
 
 GCM_KEY = "00112233445566778899aabbccddeeff01020304"  # 16-byte AES key and 4-byte salt
 AUTH_KEY = "ab" * 32

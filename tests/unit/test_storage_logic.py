@@ -148,9 +148,9 @@ def test_a_missing_client_namespace_is_the_bench_s_error_not_a_fail(tmp_path):
 
 
 def test_a_malformed_iqn_in_a_storage_target_file_is_one_line(tmp_path):
+    from v6gate.core.target import load_target
     from v6gate.errors import TargetFileError
     from v6gate.paths import FIXTURES
-    from v6gate.target import load_target
 
     text = (FIXTURES / "targets" / "example-storage.yaml").read_text()
     bad = tmp_path / "bad.yaml"

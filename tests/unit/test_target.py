@@ -5,9 +5,9 @@ import textwrap
 
 import pytest
 
+from v6gate.core.target import load_target
 from v6gate.errors import TargetFileError
 from v6gate.paths import FIXTURES
-from v6gate.target import load_target
 
 VALID = textwrap.dedent("""\
     name: test-host

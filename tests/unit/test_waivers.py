@@ -7,9 +7,9 @@ import sys
 import pytest
 import yaml
 
+from v6gate.core.target import load_target
 from v6gate.errors import TargetFileError
 from v6gate.paths import FIXTURES
-from v6gate.target import load_target
 
 MULTI = "icmpv6.echo_request_is_answered"  # parts A, B, C, ...
 SINGLE = "nd.fragmented_ns_is_ignored"

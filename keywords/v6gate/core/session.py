@@ -24,13 +24,13 @@ from ..net import packets as P
 from ..net.capture import Capture, pcap_path_for
 from ..net.port import Port
 from ..paths import shown
-from ..target import Target, load_target
 from .check import NEEDS, Check, Part
 from .context import CheckContext, NotApplicable
 from .control import NotSupported, VmConsoleControl, control_for
 from .dut import DutView
 from .ledger import AddressLedger
 from .liveness import Liveness, presence
+from .target import Target, load_target
 from .verdict import Deviation, NotJudged, Outcome, Result, Verdict, reason_for, result_key
 
 LAB_TARGET = "fixtures/targets/lab.yaml"

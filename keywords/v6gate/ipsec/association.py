@@ -36,7 +36,7 @@ from scapy.layers.ipsec import ESP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
-from ..core.context import NotApplicable
+from ..core.context import CheckContext, NotApplicable
 from ..core.control import NotSupported
 from ..errors import BenchError
 from ..net import esp as E
@@ -72,7 +72,7 @@ class Answer:
 
 @dataclass
 class Association:
-    t: object
+    t: CheckContext
     encr: str
     mode: str
     topology: str

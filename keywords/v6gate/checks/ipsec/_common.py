@@ -9,9 +9,10 @@ from __future__ import annotations
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NA, ICMPv6ND_NS, IPv6
 
 from ...core.check import Part
+from ...core.context import CheckContext
 from ...ipsec.association import Answer, Association, counters_moved
 from ...net import packets as P
-from .._common import echo_request
+from ...scenario.probes import echo_request
 
 #: the RFC 8221 MUST algorithms, one part each: (letter, part title, encr)
 ALGORITHMS = (("A", "AES-GCM-16 (128-bit key)", "aes-gcm-16"),
@@ -35,7 +36,7 @@ def echo_matcher(req: ICMPv6EchoRequest):
     return accepts
 
 
-def echo(t, sa: Association, *, seq: int | None = None, size: int | None = None, **protect) -> tuple:
+def echo(t: CheckContext, sa: Association, *, seq: int | None = None, size: int | None = None, **protect) -> tuple:
     """Send a protected Echo Request; (request, the DUT's answer or None)."""
     req = echo_request(seq=1, size=size)
     since = t.send(sa.protect(req, seq=seq, **protect), label=f"Echo Request id {req.id:#x} in ESP "
@@ -43,7 +44,7 @@ def echo(t, sa: Association, *, seq: int | None = None, size: int | None = None,
     return req, sa.await_answer(echo_matcher(req), since)
 
 
-def answered_on_the_sa(t, sa: Association, exchanges: int = 3):
+def answered_on_the_sa(t: CheckContext, sa: Association, exchanges: int = 3):
     """Send ``exchanges`` protected Echo Requests; each must be answered in
     ESP on the DUT's outbound SA (``Association.judge_trailer``: SPI, sequence
     numbers, padding, Next Header), in tunnel mode with the inner packet from
@@ -77,7 +78,7 @@ def answered_on_the_sa(t, sa: Association, exchanges: int = 3):
     return t.conclude(seen, problems)
 
 
-def one_reply(t, sa: Association, ans: Answer | None, since: float, what: str, seen: list[str]):
+def one_reply(t: CheckContext, sa: Association, ans: Answer | None, since: float, what: str, seen: list[str]):
     """The verdict on one exchange: an Echo Reply to ``what`` in ESP on the SA (its trailer judged)."""
     problems = []
     if ans is None:
@@ -118,7 +119,7 @@ def reaction(sa: Association, since: float, until: float) -> list[str]:
     return out
 
 
-def discarded(t, sa: Association, bad, what: str, *, judged_by: str, state_before: str | None = None) -> object:
+def discarded(t: CheckContext, sa: Association, bad, what: str, *, judged_by: str, state_before: str | None = None) -> object:
     """The discard judgement (RFC 4303 §3.4): ``bad`` (a frame, or a callable
     that sends and returns the send time) gets no answer and no error
     within the silence window, and a valid packet right after is answered

@@ -5,8 +5,9 @@
 from __future__ import annotations
 
 from ...core.check import check
+from ...core.context import CheckContext
 from ...ipsec.association import _fresh_spi, establish
-from .._common import echo_request
+from ...scenario.probes import echo_request
 from ._common import COMMON, discarded, echo, per_algorithm
 
 JUDGED_BY = "ipsec.esp_echo_is_answered_on_the_sa"
@@ -20,7 +21,7 @@ JUDGED_BY = "ipsec.esp_echo_is_answered_on_the_sa"
     parts=per_algorithm("ipsec_dut_accepts_a_bad_icv"),
     **COMMON,
 )
-def esp_with_a_bad_icv_is_discarded(t):
+def esp_with_a_bad_icv_is_discarded(t: CheckContext):
     """RFC 4303 §3.4.4.1: if integrity is selected, the receiver computes the
     ICV and, if it does not match, MUST discard the packet as invalid (an
     auditable event); for a combined-mode algorithm (AES-GCM, §3.4.4.2)
@@ -45,7 +46,7 @@ def esp_with_a_bad_icv_is_discarded(t):
     parts=per_algorithm("ipsec_dut_ignores_the_spi"),
     **COMMON,
 )
-def esp_with_an_unknown_spi_is_discarded(t):
+def esp_with_an_unknown_spi_is_discarded(t: CheckContext):
     """RFC 4303 §3.4.2: the receiver uses the SPI (with the destination, and
     the protocol) to find the SA; if no valid SA exists for the session, it
     MUST discard the packet (an auditable event).  The tester seals the packet
@@ -71,7 +72,7 @@ def esp_with_an_unknown_spi_is_discarded(t):
     parts=per_algorithm("ipsec_dut_has_no_anti_replay"),
     **COMMON,
 )
-def replayed_esp_is_discarded(t):
+def replayed_esp_is_discarded(t: CheckContext):
     """RFC 4303 §3.4.3: if the receiver has enabled anti-replay for the SA
     (the default; the sender always counts), duplicates are rejected: a
     packet whose sequence number was already received MUST be discarded
@@ -96,7 +97,7 @@ def replayed_esp_is_discarded(t):
     parts=per_algorithm("ipsec_dut_has_no_anti_replay"),
     **COMMON,
 )
-def esp_left_of_the_window_is_discarded(t):
+def esp_left_of_the_window_is_discarded(t: CheckContext):
     """RFC 4303 §3.4.3: the right edge of the window is the highest validated
     sequence number; packets that fall to the left of the window MUST be
     discarded (an auditable event), new ones to the right advance it.  The
@@ -131,7 +132,7 @@ def esp_left_of_the_window_is_discarded(t):
     parts=per_algorithm("ipsec_dut_accepts_a_truncated_packet"),
     **COMMON,
 )
-def truncated_esp_is_discarded(t):
+def truncated_esp_is_discarded(t: CheckContext):
     """RFC 4303 §3.4.4.1: the ICV is computed over the packet as received and
     compared with the ICV field; a packet cut short (the ICV incomplete) cannot
     verify and MUST be discarded."""

@@ -4,8 +4,9 @@ cleartext packet that matches a protect policy is not delivered."""
 from __future__ import annotations
 
 from ...core.check import check
+from ...core.context import CheckContext
 from ...ipsec.association import establish
-from .._common import echo_request
+from ...scenario.probes import echo_request
 from ._common import COMMON, answered_on_the_sa, describe, echo, echo_matcher, per_algorithm, reaction
 
 ANSWERED = "ipsec.esp_echo_is_answered_on_the_sa"
@@ -21,7 +22,7 @@ ANSWERED = "ipsec.esp_echo_is_answered_on_the_sa"
                          "C": "ipsec_dut_sequence_does_not_start_at_one"}),
     **COMMON,
 )
-def esp_echo_is_answered_on_the_sa(t):
+def esp_echo_is_answered_on_the_sa(t: CheckContext):
     """RFC 4303 §3.3: outbound packets are protected by the SA the SPD selects;
     the sender's counter starts at 0 when the SA is established and each
     packet carries the next value, so the first has 1 (§3.3.3); the Padding
@@ -42,7 +43,7 @@ def esp_echo_is_answered_on_the_sa(t):
     parts=per_algorithm("ipsec_dut_accepts_cleartext"),
     **COMMON,
 )
-def cleartext_matching_a_protect_policy_is_not_delivered(t):
+def cleartext_matching_a_protect_policy_is_not_delivered(t: CheckContext):
     """RFC 4301 §5.2 step 3a: an unprotected inbound packet whose selectors
     match an SPD entry that says PROTECT is discarded (an auditable event);
     only traffic the SPD says BYPASS passes in the clear.  The protected

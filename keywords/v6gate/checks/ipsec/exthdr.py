@@ -17,9 +17,10 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from ...core.check import Part, check
+from ...core.context import CheckContext
 from ...ipsec.association import establish
 from ...net import frag as FR
-from .._common import echo_request
+from ...scenario.probes import echo_request
 from ._common import COMMON, describe, echo, echo_matcher, one_reply
 
 IPV6_MIN_MTU = 1280  # RFC 8200 §5
@@ -48,7 +49,7 @@ def _headers(kind: str) -> tuple:
                 fault="ipsec_dut_drops_esp_behind_a_fragment_header")],
     **COMMON,
 )
-def esp_after_extension_headers_is_processed(t):
+def esp_after_extension_headers_is_processed(t: CheckContext):
     """RFC 4303 §3.1.1: in transport mode ESP is inserted after the IP header
     and before a next layer protocol header; in IPv6 it appears after the
     hop-by-hop, routing and fragmentation extension headers (Destination
@@ -69,7 +70,7 @@ def esp_after_extension_headers_is_processed(t):
     fault="ipsec_dut_does_not_reassemble",
     **COMMON,
 )
-def fragmented_esp_is_reassembled_then_processed(t):
+def fragmented_esp_is_reassembled_then_processed(t: CheckContext):
     """RFC 4303 §3.4.1: if required, reassembly is performed prior to IPsec
     processing; ESP is applied to whole IP datagrams, so a fragment of an ESP
     packet is not ESP-processed alone (RFC 8200 §4.5: the receiver
@@ -96,7 +97,7 @@ def fragmented_esp_is_reassembled_then_processed(t):
     fault="ipsec_dut_ignores_packet_too_big",
     **COMMON,
 )
-def packet_too_big_for_the_tunnel_lowers_the_inner_mtu(t):
+def packet_too_big_for_the_tunnel_lowers_the_inner_mtu(t: CheckContext):
     """RFC 4301 §8.2.1: an IPsec implementation processes an ICMP PMTU
     message for an SA's outer path and records the path MTU in the SA;
     §8.2.2 has it propagate to the traffic inside (the MTU the inner packets

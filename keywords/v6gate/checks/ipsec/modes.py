@@ -6,6 +6,7 @@ the traffic inside it is with a host behind that gateway)."""
 from __future__ import annotations
 
 from ...core.check import check
+from ...core.context import CheckContext
 from ...ipsec.association import establish
 from ._common import COMMON, answered_on_the_sa, per_algorithm
 
@@ -19,7 +20,7 @@ from ._common import COMMON, answered_on_the_sa, per_algorithm
     parts=per_algorithm("ipsec_dut_answers_in_the_clear"),
     **COMMON,
 )
-def tunnel_mode_echo_is_answered_host_to_host(t):
+def tunnel_mode_echo_is_answered_host_to_host(t: CheckContext):
     """RFC 4301 §4.1: in tunnel mode an outer IP header names the IPsec
     processing source and destination and an inner header the ultimate ones;
     §5.1.2.2 builds the outer header.  RFC 4303 §3.1.2: the whole inner IP
@@ -37,7 +38,7 @@ def tunnel_mode_echo_is_answered_host_to_host(t):
     parts=per_algorithm("ipsec_dut_answers_in_the_clear"),
     **COMMON,
 )
-def tunnel_mode_reaches_a_host_behind_a_gateway(t):
+def tunnel_mode_reaches_a_host_behind_a_gateway(t: CheckContext):
     """RFC 4301 §4.1: a host's SA to a security gateway is a tunnel-mode SA;
     the outer header's destination is the gateway, the inner one the host
     behind it (§5.1.2.2).  The DUT's SPD entry for traffic with that host

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import jsonschema
 
-from . import target_values, untrusted
-from .errors import InputFileError, TargetFileError
-from .paths import FIXTURES
+from .. import target_values, untrusted
+from ..errors import InputFileError, TargetFileError
+from ..paths import FIXTURES
 
 SCHEMA_PATH = FIXTURES / "targets" / "target.schema.json"
 
@@ -252,7 +252,7 @@ def _load_waivers(doc: dict, path: Path) -> list[Waiver]:
 def _refuse_partless(waivers: list[Waiver]) -> None:
     """A waiver without ``part`` on a check with several parts waives all of
     them: refuse it unless it says ``parts: all``."""
-    from .core.check import load_all
+    from .check import load_all
 
     registry = load_all()
     for w in waivers:
