@@ -172,7 +172,7 @@ def temporary_address_is_formed(t: CheckContext):
 
 def _originated_source(t: CheckContext, dst: str) -> tuple[str | None, str]:
     """Make the DUT ping ``dst`` and return the source of its Echo Request."""
-    since = t.port.now()
+    since = t.now()
     proc = t.control.ping(dst, count=1, wait_s=max(1.0, t.reply_timeout))
     try:
         frame = t.port.expect(t.from_dut(lambda p: ICMPv6EchoRequest in p and P.same_address(p[IPv6].dst, dst)),
@@ -365,7 +365,7 @@ def temporary_address_is_regenerated_in_advance(t: CheckContext):
            f"REGEN_ADVANCE {regen_advance:.2f})")
     known = set(found)
     new = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix) and p[ICMPv6ND_NS].tgt not in known),
-                        max(0.0, latest - t.port.now()), since=first.time + 0.001)
+                        max(0.0, latest - t.now()), since=first.time + 0.001)
     if new is None:
         raise Deviation(f"no new temporary address in {prefix} within TEMP_PREFERRED_LIFETIME ({temp_pref:g} s) of "
                          f"the first ({first.pkt[ICMPv6ND_NS].tgt}): it deprecates with no successor")

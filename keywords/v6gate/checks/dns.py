@@ -71,7 +71,7 @@ def resolver_reached_over_ipv6(t: CheckContext):
     server = serve(t)
     name, address = fresh_name(), fresh_address()
     server.add(name, "AAAA", address)
-    since = t.port.now()
+    since = t.now()
     addrs, _ = lookup_until_asked(t, server, name, family="inet6")
     asked = server.asked(name, since=since)
     problems = []
@@ -108,7 +108,7 @@ def queries_carry_edns0(t: CheckContext):
     name = fresh_name("edns")
     for _ in range(3):
         server.add(name, "AAAA", fresh_address())
-    since = t.port.now()
+    since = t.now()
     lookup_until_asked(t, server, name, family="inet6")
     queries = [q for q in require_asked(t, server, name, since) if q.transport == "udp"]
     if not queries:
@@ -144,7 +144,7 @@ def truncated_answer_is_retried_over_tcp(t: CheckContext):
     addresses = [fresh_address() for _ in range(3)]
     for a in addresses:
         server.add(name, "AAAA", a)
-    since = t.port.now()
+    since = t.now()
     addrs, _ = lookup_until_asked(t, server, name, family="inet6")
     asked = require_asked(t, server, name, since)
     udp = [q for q in asked if q.transport == "udp" and q.qtype == "AAAA"]
@@ -193,14 +193,14 @@ def ipv4_mapped_aaaa_is_discarded(t: CheckContext):
     valid = fresh_address()
     server.add(mapped_name, "AAAA", mapped)
     server.add(valid_name, "AAAA", valid)
-    since = t.port.now()
+    since = t.now()
     # asked as a dual-stack application asks (AF_UNSPEC: A and AAAA)
     valid_addrs, _ = lookup_until_asked(t, server, valid_name, family="any")
     require_asked(t, server, valid_name, since)
     if valid not in valid_addrs:
         raise t.not_judged("aaaa-answer-used", REACHED, f"the DUT's lookup of {valid_name} returned "
                                                         f"{valid_addrs or 'nothing'}, not its AAAA {valid}")
-    since = t.port.now()
+    since = t.now()
     addrs, _ = lookup(t, mapped_name, family="any")
     require_asked(t, server, mapped_name, since)
     returned = [a for a in addrs if P.same_address(a, mapped) or a == v4]
@@ -244,7 +244,7 @@ def answer_from_unexpected_source_is_ignored(t: CheckContext):
 
     server = serve(t, on_query=forge, delay={"AAAA": 0.15})
     server.add(name, "AAAA", real)
-    since = t.port.now()
+    since = t.now()
     addrs, _ = lookup_until_asked(t, server, name, family="inet6")
     require_asked(t, server, name, since)
     seen = (f"forged answers from {forger.global_addr} (AAAA {forged}): {len(sent)}, each 0.15 s before the "
@@ -284,7 +284,7 @@ def reverse_lookup_uses_ip6_arpa(t: CheckContext):
     arpa = ptr_name(address)
     server.add(arpa, "PTR", claimed + ".")
     server.add(claimed, "AAAA", address)
-    since = t.port.now()
+    since = t.now()
     _, out = lookup_until_asked(t, server, address, family="any")
     asked = [q for q in server.asked(since=since) if q.qtype == "PTR"]
     if not asked and not server.asked(since=since):
@@ -328,7 +328,7 @@ def https_ipv6hint_is_used(t: CheckContext):
     web = TcpPeer(peer, ports=(443,))
     t.port.add_responder(web.responder)
     t.defer(lambda: t.port.remove_responder(web.responder))
-    since = t.port.now()
+    since = t.now()
     proc = t.control.connect(name, 443, timeout_s=hold + 2.0)
     try:
         proc.communicate(timeout=hold + 5.0)

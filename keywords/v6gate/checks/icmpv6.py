@@ -149,7 +149,7 @@ def echo_request_is_transmitted(t: CheckContext):
     originating Echo Requests (RFC 4443 §4.1); the message has type 128,
     code 0 and a valid checksum over the pseudo-header (§2.3)."""
     tn1 = t.tn1
-    since = t.port.now()
+    since = t.now()
     proc = t.control.ping(tn1.link_local, size=32, count=1, wait_s=t.reply_timeout)
     frame = t.port.expect(t.from_dut(M.all_of(M.ipv6_to(tn1.link_local), lambda p: ICMPv6EchoRequest in p)),
                           t.reply_timeout + 2, since=since)
@@ -406,7 +406,7 @@ def error_messages_fit_the_minimum_mtu(t: CheckContext):
                                                                                          dport=_unused_port())
         type_, code = PARAMETER_PROBLEM, 2
     probe = probe / Raw(P.nonce(t.target.link_mtu - len(bytes(probe[IPv6]))))  # a full-size packet (link.mtu)
-    since = t.port.now()
+    since = t.now()
     t.send(probe, label=f"{len(bytes(probe[IPv6]))}-octet packet")
     inv = invoking(probe)
     errors = t.collect(M.any_of(icmperr.error_about(src, type_=type_), icmperr.misquoting(type_, [inv])),
@@ -444,10 +444,10 @@ def error_messages_are_rate_limited(t: CheckContext):
     dst = t.dut.link_local
     probes = [bytes(t.to_dut(tn1, dst) / UDP(sport=_unused_port(), dport=_unused_port()) / Raw(P.nonce(16)))
               for _ in range(RATE_LIMIT_BURST)]
-    since = t.port.now()
+    since = t.now()
     for p in probes:
         t.port.send(p)
-    burst = t.port.now() - since
+    burst = t.now() - since
     t.note(f"sent {RATE_LIMIT_BURST} UDP datagrams to unused ports in {burst * 1000:.1f} ms")
     errors = t.collect(icmperr.error_about(tn1.link_local, type_=DESTINATION_UNREACHABLE), t.reply_timeout,
                        since=since)

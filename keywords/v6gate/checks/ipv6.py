@@ -681,7 +681,7 @@ def reassembly_is_abandoned_after_sixty_seconds(t: CheckContext):
         if after < REASSEMBLY_TIMEOUT - 1.0:
             problems.append(f"reassembly abandoned after {after:.1f} s, before the 60 s RFC 8200 §4.5 gives it")
     if how == "too_late":
-        since = t.port.now()
+        since = t.now()
         t.send(frags[2])
         reply = t.port.expect(t.from_dut(M.echo_reply_to(whole)), t.reply_timeout, since=since)
         if reply is not None:
@@ -884,7 +884,7 @@ def the_dut_never_sends_atomic_fragments(t: CheckContext):
         raise Deviation(f"no Echo Reply to a {link_mtu}-octet Echo Request before the Packet Too Big")
     ptb = (Ether(src=tn1.mac, dst=t.dut.mac) / IPv6(src=src, dst=dst) / ICMPv6PacketTooBig(mtu=t.p.mtu)
            / Raw(bytes(first.pkt[IPv6])[:X.IPV6_MIN_MTU - 48]))
-    since = t.port.now()
+    since = t.now()
     t.send(ptb, label=f"Packet Too Big (MTU {t.p.mtu}) quoting the Echo Reply")
     sizes = (link_mtu, 1280, 64) if t.p.mtu < X.IPV6_MIN_MTU else (64, 100, 1232)
     for i, size in enumerate(sizes):

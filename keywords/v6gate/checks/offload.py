@@ -130,7 +130,7 @@ def delivered(t: CheckContext, node, dst: str, proto: str, port: int, ext: str, 
     else:
         frames = O.probe(t.to_dut(node, dst), ext, _segment(proto, port, sport, data), how)
         m = O.answer_to(node.global_addr, sport)
-    since = t.port.now()
+    since = t.now()
     for f in frames:
         t.send(f, label=f"{label}: {proto.upper()} {'SYN' if proto == 'tcp' else 'datagram'} to port {port} "
                         f"{'over IPv4' if ipv4 else 'behind ' + O.EXTENSIONS[ext]}, checksum {how}")
@@ -284,14 +284,14 @@ def _connect(t: CheckContext, port: int, mss: int, pmtu: int | None = None):
 def _await_echo(t: CheckContext, st, frames: list, total: int) -> float:
     """Send ``frames`` back to back, wait for ``total`` octets of echo (or
     the deadline), close with a RST; returns the seconds it took."""
-    started = t.port.now()
+    started = t.now()
     for f in frames:
         t.port.send(f)
     t.note(f"sent {total} octets in {len(frames)} frames")
     deadline = started + max(5.0, 5 * t.reply_timeout)
-    while t.port.now() < deadline and len(st.received()) < total:
+    while t.now() < deadline and len(st.received()) < total:
         t.wait(0.05)
-    took = t.port.now() - started
+    took = t.now() - started
     t.send(st.segment("R"), label="RST closing the connection")
     return took
 

@@ -92,7 +92,7 @@ def _bulk(t: CheckContext, dut: str):
     """Run the transfer and read the wire: (answer, segments above the path MTU, Packet Too Big seen)."""
     netns, client, timeout = settings(t)
     port = echo_port(t)
-    since = t.port.now()
+    since = t.now()
     t.note(f"{client} sends {TRANSFER_OCTETS} octets to the DUT's TCP echo [{dut}]:{port} and reads them back "
            f"(at most {timeout:g} s)")
     answer = transfer(netns, dut, port, TRANSFER_OCTETS, timeout)

@@ -435,9 +435,9 @@ def pmtu_is_not_raised_within_five_minutes(t: CheckContext):
     marks = [k * INCREASE_PROBE_INTERVAL_S for k in range(int(PMTU_INCREASE_MIN_S // INCREASE_PROBE_INTERVAL_S))]
     marks.append(PMTU_INCREASE_MIN_S - margin)
     for mark in marks:
-        t.wait(max(0.0, ptb_time + mark - t.port.now()))
+        t.wait(max(0.0, ptb_time + mark - t.now()))
         request, reply = _reply(t, peer, _link_mtu(t), seq)
-        elapsed = t.port.now() - ptb_time
+        elapsed = t.now() - ptb_time
         p = _judge(request, reply, IPV6_MIN_MTU)
         seen.append(f"+{elapsed:.0f}s {_sizes(reply) if reply else 'none'}")
         if p:
@@ -452,7 +452,7 @@ def pmtu_is_not_raised_within_five_minutes(t: CheckContext):
 def _originate(t: CheckContext, group: str, total: int) -> list[Packet]:
     """Make the DUT send one Echo Request of ``total`` octets to ``group``;
     return the packets it put on the link (none if it refused locally)."""
-    since = t.port.now()
+    since = t.now()
     proc = t.control.ping(group, size=total - 48, count=1, wait_s=t.reply_timeout)
     try:
         proc.wait(timeout=t.reply_timeout + 10)

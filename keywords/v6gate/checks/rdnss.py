@@ -31,10 +31,10 @@ def _lookup(t: CheckContext, name: str, resolver: Resolver, want: str, *, window
     lookup).  Each lookup runs to its end (or its own timeout), so a lookup
     that starts late on a loaded DUT is still seen.  Returns those queries
     and the last lookup's output."""
-    deadline = t.port.now() + window
+    deadline = t.now() + window
     per_lookup = 2.0 + t.reply_timeout
     while True:
-        since = t.port.now()
+        since = t.now()
         proc = t.control.resolve(name, family="inet6", timeout_s=per_lookup)
         output = ""
         if isinstance(proc, subprocess.Popen):
@@ -47,7 +47,7 @@ def _lookup(t: CheckContext, name: str, resolver: Resolver, want: str, *, window
                 t.control.check_exit(proc)
         t.wait(0.1)  # frames still in flight
         asked = resolver.asked(since, want)
-        if asked or t.port.now() >= deadline:
+        if asked or t.now() >= deadline:
             return asked, (output or "").strip()
         t.wait(0.3)
 
@@ -178,8 +178,8 @@ def dns_options_expire(t: CheckContext):
             t.wait(_expiry_slack(t))
             when = "after the RA with RDNSS Lifetime 0"
         else:
-            t.wait(max(0.0, sent + t.p.lifetime + _expiry_slack(t) - t.port.now()))
-            when = f"{t.port.now() - sent:.1f} s after the RA (lifetime {t.p.lifetime} s)"
+            t.wait(max(0.0, sent + t.p.lifetime + _expiry_slack(t) - t.now()))
+            when = f"{t.now() - sent:.1f} s after the RA (lifetime {t.p.lifetime} s)"
         later, _ = _lookup(t, lookup, resolver, name, window=0)
     finally:
         _teardown(t, resolver)

@@ -89,7 +89,7 @@ def link_local_address_is_probed_before_use(t: CheckContext):
     t.note(f"DAD NS for {address} at +{dad.time - since:.3f} s")
     problems = _judge_dad_ns(dad)
     done = dad.time + t.retrans_timer  # DupAddrDetectTransmits (1) x RetransTimer
-    t.wait(max(0.0, done - t.port.now()) + 0.2)
+    t.wait(max(0.0, done - t.now()) + 0.2)
     early = _early_use(t, t.collect(M.anything(), 0, since=since), address, dad.time)
     if early:
         problems.append(f"used the tentative address before probing it: {early}")
@@ -140,7 +140,7 @@ def global_address_is_formed_and_probed(t: CheckContext):
     # a lifetime that outlasts the check and little more: the address runs out soon after on a DUT the run
     # cannot reset (an RA cannot take it back, RFC 4862 §5.5.3 e), so a bounded table has room again
     ra = router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
-    since = t.port.now()
+    since = t.now()
     t.send(ra)
     wait = t.reply_timeout + 1.0  # RFC 4862 §5.4.2 allows a random delay up to MAX_RTR_SOLICITATION_DELAY (1 s)
     dad = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix)), wait, since=since)
@@ -152,7 +152,7 @@ def global_address_is_formed_and_probed(t: CheckContext):
     address = dad.pkt[ICMPv6ND_NS].tgt
     t.note(f"DAD NS for {address} at +{dad.time - since:.3f} s")
     problems = _judge_dad_ns(dad)
-    t.wait(max(0.0, dad.time + t.retrans_timer - t.port.now()) + 0.2)
+    t.wait(max(0.0, dad.time + t.retrans_timer - t.now()) + 0.2)
     early = _early_use(t, t.collect(M.anything(), 0, since=since), address, dad.time)
     if early:
         problems.append(f"used the tentative address before probing it: {early}")
@@ -214,7 +214,7 @@ def _meet_dad(t: CheckContext, react) -> tuple[str | None, ipaddress.IPv6Network
     tentative = seen["probe"].pkt[ICMPv6ND_NS].tgt
     t.note(f"DAD NS for {tentative}; tester's answer sent {seen['sent'] - seen['probe'].time:.4f} s later")
     # DupAddrDetectTransmits (1) x RetransTimer, then the address is assigned or not
-    t.wait(max(0.0, seen["probe"].time + t.retrans_timer - t.port.now()) + 0.3)
+    t.wait(max(0.0, seen["probe"].time + t.retrans_timer - t.now()) + 0.3)
     return tentative, prefix, seen["probe"].time
 
 
@@ -426,7 +426,7 @@ def _probes_in(t: CheckContext, prefix: ipaddress.IPv6Network, since: float) -> 
 
 
 def _assigned_at(t: CheckContext, address: str, at: float) -> tuple[bool, str]:
-    t.wait(max(0.0, at - t.port.now()))
+    t.wait(max(0.0, at - t.now()))
     return _is_assigned(t, address)
 
 
@@ -507,7 +507,7 @@ def multiple_prefixes_and_renumbering(t: CheckContext):
         seen.append(how)
         if ok != want:
             problems.append(how)
-    t.wait(max(0.0, renumbered + valid1 + EXPIRY_GRACE_S - t.port.now()))
+    t.wait(max(0.0, renumbered + valid1 + EXPIRY_GRACE_S - t.now()))
     for addr, want in ((a1, False), (a2, True), (a3, True)):
         ok, how = _is_assigned(t, addr)
         seen.append(f"after {p1} expired: {how}")
@@ -599,7 +599,7 @@ def prefix_option_processing(t: CheckContext):
     if formed:
         raise Deviation(f"RA with {what}: the DUT formed {formed} (DAD probe)")
     if t.p.case == "link_local":
-        t.wait(max(0.0, since + 4.0 - t.port.now()))
+        t.wait(max(0.0, since + 4.0 - t.now()))
         ok, how = _is_assigned(t, t.dut.link_local)
         if not ok:
             raise Deviation(f"4 s after an RA with {what}: {how} (the link-local address took the option's lifetime)")
@@ -657,7 +657,7 @@ def two_hour_rule(t: CheckContext):
     if conf.address is None:
         raise Deviation(conf.missing())
     start = conf.probe.time
-    t.wait(max(0.0, start + 1.0 - t.port.now()))
+    t.wait(max(0.0, start + 1.0 - t.now()))
     t.send(router_advertisement(t.tr1, prefixes=[prefix_option(conf.prefix, valid=advertised,
                                                                preferred=min(advertised, stored))]),
            label=f"RA with the same prefix, valid lifetime {advertised} s")

@@ -105,15 +105,15 @@ def dut_resolves_within(t: CheckContext, name: str, within: float, family: str =
     """Ask the DUT to resolve ``name`` until it returns addresses or ``within``
     seconds pass (it may still be applying the resolver it just learned);
     ``again`` is called between attempts (e.g. to repeat an RA)."""
-    deadline = t.port.now() + within
+    deadline = t.now() + within
     while True:
         addrs = dut_resolves(t, name, family)
-        if addrs or t.port.now() >= deadline:
+        if addrs or t.now() >= deadline:
             t.note(f"the DUT resolved {name} ({family}) to {addrs or 'nothing'}")
             return addrs
         if again:
             again()
-        t.wait(min(0.25, max(0.0, deadline - t.port.now())))
+        t.wait(min(0.25, max(0.0, deadline - t.now())))
 
 
 def dut_connects(t: CheckContext, host: str, port: int, proto: str = "tcp") -> tuple[bool, str]:
@@ -287,7 +287,7 @@ def _echo_answered(t: CheckContext, node, address: str) -> bool:
 
 
 def _working_without_ipv4(t: CheckContext):
-    since = t.port.now()
+    since = t.now()
     dns = dns_server(t)
     server = t.node("SERVER")
     peer = V.TcpPeer(server, ports=(PEER_PORT,))
@@ -405,7 +405,7 @@ def ipv6_only_preferred_option_stops_dhcpv4(t: CheckContext):
 
 
 def _asks_for_108(t: CheckContext, since, discover):
-    t.wait(max(0.0, discover.time + t.reply_timeout - t.port.now()))
+    t.wait(max(0.0, discover.time + t.reply_timeout - t.now()))
     msgs = [f for f in _dhcp_client_messages(t.collect(M.anything(), 0, since=since))
             if V.dhcp_message(f.pkt) in ("DHCPDISCOVER", "DHCPREQUEST")]
     without = [f for f in msgs if V.OPTION_V6ONLY_PREFERRED not in V.dhcp_prl(f.pkt)]
@@ -421,7 +421,7 @@ def _asks_for_108(t: CheckContext, since, discover):
 
 def _stops_after_offer(t: CheckContext, since, offer, yiaddr):
     window = max(t.silence, float(V.DHCP_FIRST_RETRANSMIT_S))
-    t.wait(max(0.0, offer.time + window - t.port.now()))
+    t.wait(max(0.0, offer.time + window - t.now()))
     after = [f for f in t.collect(M.anything(), 0, since=offer.time) if V.ipv4_kind_of(f.pkt)]
     problems = [V.describe_ipv4_frame(f, since) for f in after]
     probe = V.arp_probe(t.tn1.mac, yiaddr)
@@ -447,7 +447,7 @@ def _quiet_for_v6only_wait(t: CheckContext, offer, wait_s):
     until = offer.time + wait_s - 1.0
     t.note(f"watching DHCPv4 for {wait_s - 1.0:g} s after the OFFER")
     first = t.port.expect(t.from_dut(lambda p: UDP in p and p[UDP].dport == V.DHCP_SERVER_PORT and DHCP in p),
-                          max(0.0, until - t.port.now()), since=offer.time + 0.001)
+                          max(0.0, until - t.now()), since=offer.time + 0.001)
     if first is not None and first.time >= until:
         first = None
     seen = (f"{V.dhcp_message(first.pkt)} {first.time - offer.time:.1f} s after the OFFER" if first else
@@ -489,7 +489,7 @@ def names_are_resolved_over_ipv6(t: CheckContext):
     use them) or from stateless DHCPv6 (RFC 8415 §18.2.6, option 23 of
     RFC 3646), asks for AAAA records (RFC 3596) and uses no IPv4 resolver
     (there is none to fall back to)."""
-    since = t.port.now()
+    since = t.now()
     dns = dns_server(t)
     target = t.node("NAMED")
     name = V.unique_name("named")
@@ -546,7 +546,7 @@ def ipv4_only_name_is_reached_through_nat64(t: CheckContext):
     synthesizes one from the A record with the NAT64 prefix (RFC 6052
     §2.2), and the host simply connects to it over IPv6."""
     nat = nat64_facts(t)
-    since = t.port.now()
+    since = t.now()
     expected = V.nat64_address(nat.prefix, nat.ipv4_only_address)
     again = advertise(t, rdnss=[nat.dns64])
     addrs = dut_resolves_within(t, nat.ipv4_only_name, t.reply_timeout + 1.0, again=again)
@@ -641,7 +641,7 @@ def ipv6_is_preferred_for_a_dual_stack_name(t: CheckContext):
     if v4 is None:
         raise NotApplicable("the DUT has no IPv4 address on this link (extensions.v6only.ipv4 in the target file): "
                             "there is no dual-stack choice to make")
-    since = t.port.now()
+    since = t.now()
     dns = dns_server(t)
     server = t.node("DUALSTACK")
     server4 = str(v4.network.network_address + 201)
@@ -720,16 +720,16 @@ def clat_uses_the_discovered_nat64_prefix(t: CheckContext):
             dns.add(V.IPV4ONLY_ARPA, "AAAA", V.nat64_address(nat64, well_known))
             dns.add(V.IPV4ONLY_ARPA, "A", well_known)
         responders.append(dns.responder)
-    since = t.port.now()
+    since = t.now()
     within = float(t.timing["ready_timeout_s"])
     with responding(t, *responders):
         again = advertise(t, router_lifetime=1800, prefixes=[prefix_option(t.target.link_prefix)],
                           pref64=nat64 if t.p.source == "pref64" else None,
                           rdnss=[dns.node.global_addr] if dns else ())
         ok, detail = False, ""
-        deadline = t.port.now() + within
+        deadline = t.now() + within
         syns6 = []
-        while not syns6 and t.port.now() < deadline:  # until its CLAT has a prefix and sends
+        while not syns6 and t.now() < deadline:  # until its CLAT has a prefix and sends
             ok, detail = dut_connects(t, literal, port)
             syns6 = t.collect(lambda p: IPv6 in p and TCP in p and str(p[TCP].flags) == "S" and p[TCP].dport == port,
                               0, since=since)
@@ -765,7 +765,7 @@ PREF64_EXPIRY_MARGIN_S = 1.5
 def _clat_syn(t: CheckContext, literal: str, expected: str, port: int) -> tuple[Frame | None, str]:
     """Ask the DUT to connect to ``literal``; the first SYN it sent to
     ``expected`` (the literal in the advertised NAT64 prefix), if any."""
-    since = t.port.now()
+    since = t.now()
     ok, detail = dut_connects(t, literal, port)
     syns = t.collect(lambda p: IPv6 in p and TCP in p and str(p[TCP].flags) == "S" and p[TCP].dport == port
                      and P.same_address(p[IPv6].dst, expected), 0, since=since)
@@ -810,9 +810,9 @@ def pref64_lifetime_is_honoured(t: CheckContext):
 
     with responding(t, peer.responder):
         # first the prefix with a long lifetime, until the CLAT has set up its translation with it
-        start, syn, detail = t.port.now(), None, ""
+        start, syn, detail = t.now(), None, ""
         deadline = start + float(t.timing["ready_timeout_s"])
-        while syn is None and t.port.now() < deadline:
+        while syn is None and t.now() < deadline:
             ra(1800)
             syn, detail = _clat_syn(t, literal, expected, port)
         if syn is None:
@@ -827,13 +827,13 @@ def pref64_lifetime_is_honoured(t: CheckContext):
                 raise Deviation(f"the prefix is still used {after.time - sent:.2f} s after a PREF64 with lifetime"
                                  f" 0 ({used} before it)")
             return t.conclude(f"{used}; none after the PREF64 with lifetime 0 ({detail})", [])
-        t.wait(max(0.0, sent + t.p.lifetime / 2 - t.port.now()))
+        t.wait(max(0.0, sent + t.p.lifetime / 2 - t.now()))
         mid, _ = _clat_syn(t, literal, expected, port)
         if mid is None:
             raise Deviation(f"{used}; but no SYN to {expected} {t.p.lifetime / 2:g} s after the RA that set its "
                              f"lifetime to {t.p.lifetime} s (Scaled Lifetime {(t.p.lifetime + 7) // 8} read as "
                              "seconds?)")
-        t.wait(max(0.0, sent + t.p.lifetime + PREF64_EXPIRY_MARGIN_S - t.port.now()))
+        t.wait(max(0.0, sent + t.p.lifetime + PREF64_EXPIRY_MARGIN_S - t.now()))
         late, detail = _clat_syn(t, literal, expected, port)
         if late is not None:
             raise Deviation(f"the prefix is still used {late.time - sent:.2f} s after an RA that gave it "

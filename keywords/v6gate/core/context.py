@@ -243,6 +243,10 @@ class CheckContext:
                 self.cleanup_errors.append(f"{getattr(fn, '__qualname__', repr(fn))}: {type(exc).__name__}: {exc}")
 
     # -- timeline ---------------------------------------------------------------
+    def now(self) -> float:
+        """The tester port's clock (the time base of every frame and ``since=``)."""
+        return self.port.now()
+
     def note(self, msg: str) -> None:
         self.timeline.append((self.port.now() - self.t0, msg))
 

@@ -272,7 +272,7 @@ class Bench:
 
     def release(self) -> float:
         """Make the DUT give its lease back (RFC 8415 §18.2.7)."""
-        since = self.t.port.now()
+        since = self.t.now()
         t = self.t
         try:
             t.note(t.control.release_dhcpv6_lease())
@@ -483,7 +483,7 @@ def observe(t: CheckContext, msg_type: int, *, mode: str | None = None, bench: B
             raise Deviation(f"no Decline within {within:g} s after the Reply, although the tester answered the DUT's "
                             f"Duplicate Address Detection probe for {b.address} (RFC 8415 §18.2.8)")
         return Observed(m, b)
-    since = t.port.now()
+    since = t.now()
     if msg_type == D.CONFIRM:
         since = b.restart()
         within = float(t.timing["ready_timeout_s"]) + D.EXCHANGES[D.CONFIRM].max_delay + t.reply_timeout

@@ -88,11 +88,11 @@ def lookup_until_asked(t: CheckContext, server: DnsServer, name: str, family: st
     """A lookup; with an RDNSS-advertised resolver the DUT may take a moment
     to apply it, so the lookup is repeated (with the RA) until a query for
     ``name`` arrives or the target's ready timeout passes."""
-    deadline = t.port.now() + (float(t.timing["ready_timeout_s"]) if hasattr(server, "rdnss_again") else 0.0)
+    deadline = t.now() + (float(t.timing["ready_timeout_s"]) if hasattr(server, "rdnss_again") else 0.0)
     while True:
-        since = t.port.now()
+        since = t.now()
         result = lookup(t, name, family, **kw)
-        if server.asked(name, since=since) or t.port.now() >= deadline:
+        if server.asked(name, since=since) or t.now() >= deadline:
             return result
         server.rdnss_again()
         t.wait(0.3)

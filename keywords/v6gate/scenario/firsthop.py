@@ -117,7 +117,7 @@ class FirstHop:
         if dad is not None:
             self.dut_global = dad.pkt[ICMPv6ND_NS].tgt
             # DupAddrDetectTransmits (1) x RetransTimer, and a margin for the DUT to mark it preferred
-            t.wait(max(0.0, dad.time + retrans - t.port.now()) + max(0.2, retrans))
+            t.wait(max(0.0, dad.time + retrans - t.now()) + max(0.2, retrans))
         else:
             self.dut_global = t.dut.global_address(self.prefix)
         t.note(f"DUT global address {self.dut_global}; TR1 {self.tr1.link_local} ({self.tr1.mac}) is its router")

@@ -48,7 +48,7 @@ def dad_probe_in(t: CheckContext, prefix: ipaddress.IPv6Network, since: float, w
 def dad_done(t: CheckContext, probe: Frame) -> None:
     """Wait until DAD started by ``probe`` is over (DupAddrDetectTransmits
     probes RetransTimer apart; the lab sends one) plus a scheduling margin."""
-    t.wait(max(0.0, probe.time + t.retrans_timer - t.port.now()) + 0.2)
+    t.wait(max(0.0, probe.time + t.retrans_timer - t.now()) + 0.2)
 
 
 @dataclass
@@ -73,7 +73,7 @@ def autoconfigure(t: CheckContext, router: EmulatedNode, prefix: ipaddress.IPv6N
     """Send an RA from ``router`` with a fresh /64 (A=1, L=1) and wait for the
     DUT's address in it to leave DAD."""
     prefix = prefix or fresh_prefix(avoid=t.target.link_prefix)
-    since = t.port.now()
+    since = t.now()
     t.send(router_advertisement(router, prefixes=[prefix_option(prefix, valid=valid, preferred=preferred)],
                                 **ra_fields))
     probe = dad_probe_in(t, prefix, since)
@@ -167,7 +167,7 @@ def echo_hop_limit(t: CheckContext, node: EmulatedNode, dst: str | None = None, 
     for _ in range(tries):
         req = t.to_dut(node, dst or t.dut.link_local) / ICMPv6EchoRequest(id=P.random_iid() & 0xFFFF, seq=1,
                                                                             data=P.nonce(8))
-        since = t.port.now()
+        since = t.now()
         frame = t.expect_reply(req, M.echo_reply_to(req), what="Echo Reply",
                                within=t.reply_timeout + 3 * t.retrans_timer)
         if frame is not None:

@@ -92,13 +92,13 @@ def advertise_prefix(t: CheckContext, prefix: ipaddress.IPv6Network, *, mtu: int
     become a default router, so the check needs no exclusive router.
     Returns once the DUT uses its address in it."""
     tr1 = t.tr1
-    since = t.port.now()
+    since = t.now()
     t.send(router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=lease_s, preferred=lease_s)],
                                 router_lifetime=router_lifetime, mtu=mtu), label=f"RA from TR1 for {prefix}")
     dad = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix)),
                         t.reply_timeout + MAX_RTR_SOLICITATION_DELAY, since=since)
     if dad is not None:
-        t.wait(max(0.0, dad.time + t.retrans_timer - t.port.now()) + 0.1)
+        t.wait(max(0.0, dad.time + t.retrans_timer - t.now()) + 0.1)
     try:
         dut = t.dut.global_address(prefix)
     except (BenchError, NotJudged):

@@ -111,7 +111,7 @@ def expect_error(t: CheckContext, probes, *, src: str, type_: int, code, invokin
     ``pointed_octet``) and, when ``request`` is given, no Echo Reply (the
     packet is discarded)."""
     probes = probes if isinstance(probes, list) else [probes]
-    since = t.port.now()
+    since = t.now()
     for p in probes:
         t.send(p)
     window = t.reply_timeout if within is None else within
@@ -133,7 +133,7 @@ def expect_error(t: CheckContext, probes, *, src: str, type_: int, code, invokin
     problems = icmperr.problems(err, type_=type_, code=code, invoking=invoking_, field=field,
                                 pointed_octet=pointed_octet, dut_dst=dut_dst)
     if request is not None:
-        t.wait(max(0.0, since + window - t.port.now()))
+        t.wait(max(0.0, since + window - t.now()))
         reply = t.collect(M.echo_reply_to(request), 0, since=since)
         if reply:
             problems.append(f"the packet was not discarded: the DUT also sent {reply[0].summary()}")

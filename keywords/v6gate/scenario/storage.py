@@ -86,7 +86,7 @@ def ask(t: CheckContext, cl: Client, module: str, args: list[str], what: str, se
     start on the tester's clock).  A speaker still waiting on the DUT's
     socket when its time is up is the DUT's doing; no answer otherwise is the
     bench's fault."""
-    since = t.port.now()
+    since = t.now()
     limit = max(10.0, 5 * t.reply_timeout)
     rc, out, err = cl.python(module, args, limit)
     t.wait(settle)  # the session's last frames reach the capture

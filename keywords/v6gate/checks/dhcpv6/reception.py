@@ -121,7 +121,7 @@ def reply_completes_each_exchange(t: CheckContext):
         o = X.observe(t, msg, bench=b)
         first = o.message
         _no_new_leases(b)
-        t.wait(max(0.0, o.binding.reply_at + 6 + 1 - t.port.now()))
+        t.wait(max(0.0, o.binding.reply_at + 6 + 1 - t.now()))
         again = [m for m in b.server.messages(msg, since=first.time + 0.01) if m.xid == first.xid]
         later = b.server.messages(D.REBIND if msg == D.RENEW else D.SOLICIT, since=first.time)
         if again or later:
@@ -132,7 +132,7 @@ def reply_completes_each_exchange(t: CheckContext):
     msg = D.RELEASE if how == "release" else D.DECLINE
     o = X.observe(t, msg)
     b = o.bench
-    t.wait(max(0.0, o.message.time + 1.1 + b.tol + 0.5 - t.port.now()))
+    t.wait(max(0.0, o.message.time + 1.1 + b.tol + 0.5 - t.now()))
     again = [m for m in b.server.messages(msg, since=o.message.time + 0.01) if m.xid == o.message.xid]
     if again:
         raise Deviation(f"Reply (Success) sent to the {o.message.name}; retransmitted "
@@ -305,8 +305,8 @@ def reply_updates_the_ia(t: CheckContext):
         b.server.on(D.RENEW, None)
         b.start()
         bnd = X.bound(b)
-        renew = b.first(D.RENEW, within=max(0.0, bnd.reply_at + 2 - t.port.now()) + 1 + b.tol, since=bnd.reply_at)
-        rebind = b.first(D.REBIND, within=max(0.0, bnd.reply_at + 4 - t.port.now()) + 1 + b.tol, since=bnd.reply_at)
+        renew = b.first(D.RENEW, within=max(0.0, bnd.reply_at + 2 - t.now()) + 1 + b.tol, since=bnd.reply_at)
+        rebind = b.first(D.REBIND, within=max(0.0, bnd.reply_at + 4 - t.now()) + 1 + b.tol, since=bnd.reply_at)
         at = {k: (m.time - bnd.reply_at if m else None) for k, m in (("Renew", renew), ("Rebind", rebind))}
         seen = "; ".join(f"{k} at +{v:.2f} s" if v is not None else f"no {k}" for k, v in at.items())
         ok = at["Renew"] is not None and abs(at["Renew"] - 2) <= 0.2 + b.tol and at["Rebind"] is not None and \
@@ -332,7 +332,7 @@ def reply_updates_the_ia(t: CheckContext):
     if how == "new":
         return _usable(t, b, extra, f"Reply to the Renew added {extra}")
     if how == "lifetimes":
-        t.wait(max(0.0, o.binding.reply_at + 7 - t.port.now()))
+        t.wait(max(0.0, o.binding.reply_at + 7 - t.now()))
         return _usable(t, b, b.address, "Reply to the Renew raised the lifetimes to 400/500 s; 7 s after the first "
                                         "valid lifetime of 6 s began")
     if how == "zero":
@@ -341,7 +341,7 @@ def reply_updates_the_ia(t: CheckContext):
                              "answer either")
         problems, seen = b.not_in_use(b.address, what=f"Echo Reply from {b.address}, given a valid lifetime of 0")
         return t.conclude(seen, problems)
-    t.wait(max(0.0, o.message.time + 1.0 - t.port.now()))
+    t.wait(max(0.0, o.message.time + 1.0 - t.now()))
     return _usable(t, b, b.address, "Reply to the Renew with an IA_NA that lists no address")
 
 
@@ -483,7 +483,7 @@ def _status_to_confirm(t: CheckContext, how: str):
     o = X.observe(t, D.CONFIRM, bench=b)
     sent = b.reply_sent_for(o.message, 1.0) or o.message.time
     if how == "success_confirm":
-        t.wait(max(0.0, sent + 1 + D.EXCHANGES[D.SOLICIT].max_delay + b.tol - t.port.now()))
+        t.wait(max(0.0, sent + 1 + D.EXCHANGES[D.SOLICIT].max_delay + b.tol - t.now()))
         sol = b.server.messages(D.SOLICIT, since=sent)
         if sol:
             raise Deviation(f"Reply with Success to the Confirm; the client solicited {sol[0].time - sent:.2f} s later")
@@ -592,7 +592,7 @@ def invalid_advertise_is_discarded(t: CheckContext):
     if first is None:
         raise Deviation(f"no Solicit within {b.first_message_within:g} s of an RA with M=1")
     window = D.EXCHANGES[D.SOLICIT].irt * (1 + D.RAND) * 3 + b.tol + t.reply_timeout
-    t.wait(max(0.0, first.time + window - t.port.now()))
+    t.wait(max(0.0, first.time + window - t.now()))
     reqs = b.server.messages(D.REQUEST)
     lead = f"every Solicit answered with an Advertise with {INVALID[t.p.what][0]}"
     if reqs:
@@ -709,7 +709,7 @@ def _client_discards(t: CheckContext, mode: str):
     tn = t.tn2
     probe = t.to_dut(tn, t.dut.link_local) / UDP(sport=D.SERVER_PORT if kind == D.RELAY_REPL else D.CLIENT_PORT,
                                                  dport=D.CLIENT_PORT) / Raw(payload)
-    since = t.port.now()
+    since = t.now()
     out = t.expect_silence(probe, lambda p: UDP in p and (p[UDP].sport == D.CLIENT_PORT or
                                                            p[UDP].dport in (D.CLIENT_PORT, D.SERVER_PORT)),
                            what=f"DHCPv6 message in answer to a {D.name_of(kind)}", liveness="ns")
@@ -758,7 +758,7 @@ def reconfigure_without_authentication_is_discarded(t: CheckContext):
     payload = D.message(D.RECONFIGURE, 0, [D.opt(D.OPT_SERVERID, b.server.duid), D.opt(D.OPT_CLIENTID, bnd.duid),
                                            D.opt(D.OPT_RECONF_MSG, bytes([D.RENEW]))])
     probe = b.server.frame(payload, t.dut.link_local)
-    since = t.port.now()
+    since = t.now()
     out = t.expect_silence(probe, lambda p: D.is_client_message(p, (D.RENEW, D.REBIND, D.REQUEST,
                                                                      D.INFORMATION_REQUEST)),
                            what="Renew in answer to an unauthenticated Reconfigure",

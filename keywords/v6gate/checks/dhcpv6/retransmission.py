@@ -58,7 +58,7 @@ def _judge_intervals(t: CheckContext, b: X.Bench, msg_type: int, first: D.Messag
     t.measure(f"{ex.name.lower()}_intervals_s", [round(x, 3) for x in j.intervals])
     seen = f"{lead}{ex.name} xid {first.xid:#08x} retransmitted after {j.text()}"
     if len(times) < count:
-        quiet = t.port.now() - times[-1]
+        quiet = t.now() - times[-1]
         limit = _rt_upper(ex, len(times), mrt) + b.tol
         why = (f"then nothing for {quiet:.1f} s, longer than the next RT may be ({limit:.1f} s"
                + (f", MRT {mrt:g} s + 10%)" if mrt else ")"))
@@ -87,7 +87,7 @@ def _count_until_quiet(t: CheckContext, b: X.Bench, msg_type: int, first: D.Mess
             break
         last_rt = got[0].time - seen[-1].time
         seen.append(got[0])
-    return seen, t.port.now() - first.time
+    return seen, t.now() - first.time
 
 
 def _rt_upper(ex: D.Exchange, k: int, mrt: float) -> float:
@@ -322,7 +322,7 @@ def confirm_is_retransmitted_within_its_limits(t: CheckContext):
     # C: an interval above MRT can only show once the doubling passes it, after MRD for a client that keeps
     # MRD: watch two capped RTs past MRD.  D: a client ignoring MRD sends again within one capped RT.
     end = first.time + ex.mrd + ex.mrt * (1 + D.RAND) * (2 if t.p.how == "mrt" else 1) + b.tol
-    t.wait(max(0.0, end - t.port.now()))
+    t.wait(max(0.0, end - t.now()))
     times = [m.time for m in b.server.messages(D.CONFIRM, since=first.time) if m.xid == first.xid]
     rel = ", ".join(f"+{x - first.time:.2f}" for x in times)
     if t.p.how == "mrt":
@@ -381,7 +381,7 @@ def renew_is_retransmitted_until_t2(t: CheckContext):
     if how == "mrt":  # 10, 20, ... 320, then 600 (capped) twice: only the second tells a cap from 640
         return _intervals(t, b, D.RENEW, first, 9)
     t2_at = o.binding.reply_at + t2
-    rebind = b.first(D.REBIND, within=max(0.0, t2_at - t.port.now()) + 1 + b.tol + t.reply_timeout, since=first.time)
+    rebind = b.first(D.REBIND, within=max(0.0, t2_at - t.now()) + 1 + b.tol + t.reply_timeout, since=first.time)
     renews = [m for m in b.server.messages(D.RENEW, since=first.time) if m.xid == first.xid]
     late = [m for m in renews if m.time > t2_at + b.tol]
     rel = ", ".join(f"+{m.time - o.binding.reply_at:.2f}" for m in renews)
@@ -429,7 +429,7 @@ def rebind_is_retransmitted_until_leases_expire(t: CheckContext):
         return _intervals(t, b, D.REBIND, first, 9)
     b.server.on(D.SOLICIT, None)  # once the lease is gone, no server gives it back
     end_at = o.binding.reply_at + valid
-    t.wait(max(0.0, end_at + 2 + b.tol - t.port.now()))
+    t.wait(max(0.0, end_at + 2 + b.tol - t.now()))
     rebinds = [m for m in b.server.messages(D.REBIND, since=first.time) if m.xid == first.xid]
     rel = ", ".join(f"+{m.time - o.binding.reply_at:.2f}" for m in rebinds)
     late = [m for m in rebinds if m.time > end_at + b.tol]
@@ -468,7 +468,7 @@ def _release_or_decline(t: CheckContext, msg_type: int):
         return t.conclude(seen, [])
     # a Reply (any status) completes the exchange
     window = ex.irt * (1 + D.RAND) * 3 + b.tol + t.reply_timeout
-    t.wait(max(0.0, first.time + window - t.port.now()))
+    t.wait(max(0.0, first.time + window - t.now()))
     same = [m for m in b.server.messages(msg_type, since=first.time) if m.xid == first.xid]
     status = "NoBinding in the IA" if how == "nobinding" else "UnspecFail"
     seen = f"Reply ({status}) sent to the first {ex.name}; {len(same)} transmission(s) in {window:.1f} s"

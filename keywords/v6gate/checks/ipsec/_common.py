@@ -51,7 +51,7 @@ def answered_on_the_sa(t: CheckContext, sa: Association, exchanges: int = 3):
     the DUT to the peer.  The verdict."""
     seen, problems = [sa.describe()], []
     for i in range(1, exchanges + 1):
-        since = t.port.now()
+        since = t.now()
         _, ans = echo(t, sa)
         if ans is None:
             near = [f"ESP on SPI {a.spi:#x}" + ("" if a.protected else " (not the SA's, or it does not verify)")
@@ -132,7 +132,7 @@ def discarded(t: CheckContext, sa: Association, bad, what: str, *, judged_by: st
     before = state_before if state_before is not None else sa.dut_state()
     since = bad() if callable(bad) else t.send(bad, label=what)
     t.wait(t.silence)
-    until = t.port.now()
+    until = t.now()
     t.port.drained_through(until)
     answered = reaction(sa, since, until)
     _, after = echo(t, sa)

@@ -60,7 +60,7 @@ def cleartext_matching_a_protect_policy_is_not_delivered(t: CheckContext):
     clear = t.to_dut(sa.peer, sa.dut) / req
     since = t.send(clear, label=f"Echo Request id {req.id:#x} in the clear")
     got = sa.await_answer(echo_matcher(req), since, within=t.silence)
-    until = t.port.now()
+    until = t.now()
     others = [r for r in reaction(sa, since, until) if got is None]
     _, after = echo(t, sa)
     seen = [sa.describe(), f"protected Echo Request before: {describe(first)}"]

@@ -79,7 +79,7 @@ def fragmented_esp_is_reassembled_then_processed(t: CheckContext):
     req = echo_request(size=40 + 8 + BIG_DATA)
     frame = sa.protect(req)
     frags = FR.fragment(frame, cuts=[8 * 90])  # 720 octets of the ESP packet, then the rest
-    since = t.port.now()
+    since = t.now()
     for f in frags:
         t.send(f, label=f"fragment {f[IPv6ExtHdrFragment].offset * 8}+{len(FR.fragment_data(f))} of the ESP packet "
                         f"(SPI {sa.to_dut.spi:#x} seq {sa.last_seq})")
@@ -123,7 +123,7 @@ def packet_too_big_for_the_tunnel_lowers_the_inner_mtu(t: CheckContext):
     req2 = echo_request(size=40 + 8 + BIG_DATA)
     since = t.send(sa.protect(req2), label=f"the same-size Echo Request id {req2.id:#x} in the tunnel")
     t.wait(t.reply_timeout)
-    t.port.drained_through(t.port.now())
+    t.port.drained_through(t.now())
     got = sa.esp_from_dut(since)
     sizes = [len(bytes(a.frame[IPv6])) for a in got]
     too_big = [s for s in sizes if s > IPV6_MIN_MTU]

@@ -364,7 +364,7 @@ def unsolicited_report_on_join(t: CheckContext):
     group = _fresh_group()
     if _enter_v1_mode(t) is None:
         raise Deviation(f"no MLDv1 Report for {_group(t)} after an MLDv1 General Query")
-    since = t.port.now()
+    since = t.now()
     t.control.listen(group)
     t.note(f"the DUT listens to {group}")
     try:
@@ -410,7 +410,7 @@ def done_on_leave(t: CheckContext):
     group = _fresh_group()
     if _enter_v1_mode(t) is None:
         raise Deviation(f"no MLDv1 Report for {_group(t)} after an MLDv1 General Query")
-    since = t.port.now()
+    since = t.now()
     t.control.listen(group)
     try:
         if _v1_report_for(t, group, since, t.reply_timeout) is None:
@@ -418,7 +418,7 @@ def done_on_leave(t: CheckContext):
                                f"no MLDv1 Report for {group} after the DUT started listening to it")
         t.wait(0.2)
     finally:
-        left = t.port.now()
+        left = t.now()
         t.control.unlisten(group)
         t.note(f"the DUT stopped listening to {group}")
     done = t.port.expect(t.from_dut(lambda p: is_v1_done(p, group)), t.reply_timeout, since=left)

@@ -87,7 +87,7 @@ class Filter:
         """Change the filter to ``mode`` with the sources ``idx`` (None: leave); returns the port time before
         the control adapter was asked (a Report may leave before its call returns); ``took`` is how long the
         call took, so a delay can be judged from when the change was surely made."""
-        since = self.t.port.now()
+        since = self.t.now()
         if mode is None:
             self.t.control.unlisten(self.group)
             self.state = None
@@ -97,7 +97,7 @@ class Filter:
             self.state = (mode, self.named(idx))
             self.t.note(f"the DUT's application listens to {self.group} with {mode.upper()} "
                         f"{{{', '.join(self.named(idx))}}}")
-        self.took = self.t.port.now() - since
+        self.took = self.t.now() - since
         return since
 
     def describe(self, state=None) -> str:
@@ -224,7 +224,7 @@ def _transmissions(t: CheckContext, f: Filter, since: float, *, stop_at: int | N
     frames = [first] if first else []
     while frames and len(frames) < (stop_at or rv + 3):
         horizon = frames[-1].time + LATE_FACTOR * uri + _slack(t)
-        nxt = t.port.expect(match, max(0.0, horizon - t.port.now()), since=frames[-1].time + 1e-6)
+        nxt = t.port.expect(match, max(0.0, horizon - t.now()), since=frames[-1].time + 1e-6)
         if nxt is None:
             break
         frames.append(nxt)

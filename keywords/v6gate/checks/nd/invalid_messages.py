@@ -101,7 +101,7 @@ def fragmented_na_is_ignored(t: CheckContext):
     that would otherwise complete TN1's pending address resolution."""
     nb = Neighbour(t, t.tn1)
     nce.incomplete(nb)
-    since = t.port.now()
+    since = t.now()
     for frag in nce.fragments(nb.na(s=1, o=1)):
         t.send(frag, label="fragment of a solicited NA from TN1")
     problems, seen = nce.judge_resolution_continues(nb, since)

@@ -73,7 +73,7 @@ def ns_is_answered_without_nce(t: CheckContext):
     tn1 = t.tn1
     target = t.dut.link_local
     ns = neighbor_solicitation(tn1, target, dut_mac=t.dut.mac, multicast=t.p.multicast, sllao=t.p.sllao)
-    since = t.port.now()
+    since = t.now()
     frame = t.expect_reply(ns, lambda p: ICMPv6ND_NA in p and P.same_address(p[ICMPv6ND_NA].tgt, target)
                            and P.same_address(p[IPv6].dst, tn1.link_local), what="Neighbor Advertisement",
                            within=t.reply_timeout + 3 * t.retrans_timer)

@@ -137,14 +137,14 @@ def prefix_list_follows_valid_lifetime(t: CheckContext):
     t0 = bench.started
     seen_all = []
     if t.p.refresh:
-        t.wait(max(0.0, t0 + valid / 2 - t.port.now()))
+        t.wait(max(0.0, t0 + valid / 2 - t.now()))
         t.send(bench.ra(), label=f"RA from TR1 renewing the prefix: valid lifetime {valid} s")
         checks = [(t0 + valid + 0.5, True), (t0 + valid * 1.5 + 1.0, False)]
     else:
         checks = [(t0 + valid * 0.6, True)]
     problems = []
     for when, on_link in checks:
-        t.wait(max(0.0, when - t.port.now()))
+        t.wait(max(0.0, when - t.now()))
         answer = bench.ask(node.global_addr, via=node, dst=t.dut.link_local)
         more, seen = (_direct(bench, answer, node, node.global_addr) if on_link
                       else _via_router(bench, answer, node.global_addr))

@@ -38,7 +38,7 @@ def packets_wait_for_address_resolution(t: CheckContext):
     replace the oldest entry.  Once address resolution completes, the node
     transmits any queued packets.' (RFC 4861 §7.2.2)"""
     nbs = [Neighbour(t, t.node(f"TN{i + 1}")) for i in range(t.p.nodes)]
-    since = t.port.now()
+    since = t.now()
     for nb in nbs:
         for _ in range(3):
             t.send(nb.echo_request(), label=f"Echo Request {nb.seq} from {nb.name}")
@@ -46,7 +46,7 @@ def packets_wait_for_address_resolution(t: CheckContext):
         ns = t.port.expect(t.from_dut(nb.is_multicast_ns_for_me), t.reply_timeout, since=since)
         if ns is None:
             raise Deviation(f"setup: no multicast NS for {nb.name} {nb.addr} (§7.2.2)")
-    answered = t.port.now()
+    answered = t.now()
     for nb in nbs:
         t.send(nb.na(s=1, o=1), label=f"solicited NA from {nb.name}")
     frames = t.collect(lambda p: any(nb.is_reply(p) for nb in nbs), t.reply_timeout, since=answered)

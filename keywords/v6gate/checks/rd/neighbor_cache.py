@@ -47,7 +47,7 @@ def _reach_state(t: CheckContext, tr1, state: str) -> str | None:
         return None if ns is not None else "the DUT did not start resolving TR1 (no NS)"
     if state == "reachable":
         req = _echo_from(t, tr1, 1)
-        since = t.port.now()
+        since = t.now()
         rep = t.expect_reply(req, M.echo_reply_to(req), what="Echo Reply after resolving TR1",
                              within=t.reply_timeout + 3 * t.retrans_timer)
         if rep is None or not t.collect(M.ns_for(tr1.link_local), 0, since=since):
@@ -148,7 +148,7 @@ def ra_updates_neighbor_cache(t: CheckContext):
         if t.p.outcome == "probe":
             return _still_probing(t, tr1, old_mac, since)
         req = _echo_from(t, tr1, 2)
-        since = t.port.now()
+        since = t.now()
         first_out = t.expect_reply(req, lambda p: M.echo_reply_to(req)(p) or M.ns_for(tr1.link_local)(p),
                                    what="Echo Reply or NS for TR1", within=t.reply_timeout + 3 * t.retrans_timer)
     if first_out is None:

@@ -150,11 +150,11 @@ def default_router_switch(t: CheckContext):
     used.answers_ns = False
     t.note(f"{used.name} stops answering Neighbor Solicitations")
     budget = DELAY_FIRST_PROBE_TIME + MAX_UNICAST_SOLICIT * t.retrans_timer + 2 * t.reply_timeout
-    deadline = t.port.now() + budget
+    deadline = t.now() + budget
     last = None
-    while t.port.now() < deadline:
+    while t.now() < deadline:
         last = next_hop_for(t, tn2, conf.address, via=other, routers=[tr1, tr2], within=0.5)
-        t.wait(max(0.0, 0.5 - (t.port.now() - last.frame.time)) if last.frame else 0.0)
+        t.wait(max(0.0, 0.5 - (t.now() - last.frame.time)) if last.frame else 0.0)
         if last.kind == "router" and last.router is other and ICMPv6EchoReply in last.frame.pkt:
             return t.conclude(f"first through {used.name}; {DELAY_FIRST_PROBE_TIME:g}+ s after it went silent the "
                                f"answer went {last.describe()}", [])

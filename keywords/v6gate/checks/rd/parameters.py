@@ -108,14 +108,14 @@ def router_lifetime_is_honoured(t: CheckContext):
     (RFC 4861 §6.3.4); an entry whose timer runs out is removed (§6.3.5)."""
     tr1, tn2 = t.tr1, offlink_node(t)
     lifetime = t.p.lifetime
-    start = t.port.now()
+    start = t.now()
     conf = autoconfigure(t, tr1, router_lifetime=lifetime)
     conf.require(t)
     if t.p.case == "refreshed":
-        t.wait(max(0.0, start + lifetime / 2 - t.port.now()))
+        t.wait(max(0.0, start + lifetime / 2 - t.now()))
         t.send(router_advertisement(tr1, router_lifetime=lifetime), label=f"the same RA again (lifetime {lifetime} s)")
-        t.wait(max(0.0, start + lifetime + 0.5 - t.port.now()))
-        at = t.port.now() - start
+        t.wait(max(0.0, start + lifetime + 0.5 - t.now()))
+        at = t.now() - start
         used, how = _router_in_use(t, tr1, tn2, conf.address)
         detail = f"{at:.1f} s after the first RA (lifetime {lifetime} s, renewed at {lifetime / 2:g} s): {how}"
         if not used:
@@ -130,8 +130,8 @@ def router_lifetime_is_honoured(t: CheckContext):
         t.wait(0.2)
         at = "after the RA with Router Lifetime 0"
     else:
-        t.wait(max(0.0, start + lifetime + 0.5 - t.port.now()))
-        at = f"{t.port.now() - start:.1f} s after TR1's RA with Router Lifetime {lifetime} s"
+        t.wait(max(0.0, start + lifetime + 0.5 - t.now()))
+        at = f"{t.now() - start:.1f} s after TR1's RA with Router Lifetime {lifetime} s"
     used, how = _router_in_use(t, tr1, tn2, conf.address)
     if used:
         raise Deviation(f"{at} the DUT still answered {how}")
@@ -171,7 +171,7 @@ def reachable_time_is_applied(t: CheckContext):
     t.wait(0.2)
     low = MIN_RANDOM_FACTOR * base + DELAY_FIRST_PROBE_TIME - 0.3
     high = MAX_RANDOM_FACTOR * base + DELAY_FIRST_PROBE_TIME + t.reply_timeout
-    start, first, probe, seq = t.port.now(), None, None, 0
+    start, first, probe, seq = t.now(), None, None, 0
     while probe is None:  # traffic every 0.5 s keeps the entry in use (RFC 4861 §7.3.3: DELAY, then PROBE)
         seq += 1
         t.send(t.to_dut(tn1, t.dut.link_local) / ICMPv6EchoRequest(id=0x2215, seq=seq), label=f"Echo Request #{seq}")
@@ -181,11 +181,11 @@ def reachable_time_is_applied(t: CheckContext):
             first = solicits[0]
             t.note(f"TN1 resolved: {first.summary()}")
         if first is None:
-            if t.port.now() - start > t.reply_timeout + 1.0:
+            if t.now() - start > t.reply_timeout + 1.0:
                 raise Deviation("the DUT never resolved TN1's address (no Neighbor Solicitation)")
             continue
         probe = next((f for f in solicits if f.time > first.time + 0.5 and f.pkt[Ether].dst.lower() == tn1.mac), None)
-        if probe is None and t.port.now() > first.time + high:
+        if probe is None and t.now() > first.time + high:
             raise Deviation(f"no unicast NUD probe of TN1 within {high:.1f} s of its confirmation: the DUT did not "
                              f"use Reachable Time {t.p.base_ms} ms (a probe was due between {low:.1f} and "
                              f"{high:.1f} s)")

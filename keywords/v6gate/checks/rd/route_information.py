@@ -121,8 +121,8 @@ def route_information_selects_next_hop(t: CheckContext):
         raise Deviation(f"the route via TR2 was not used before the withdrawal (a type C host uses it, see part "
                          f"more-specific): the answer went {before.describe()}")
     if t.p.case == "expire":
-        t.wait(max(0.0, sent + lifetime + RIO_EXPIRY_MARGIN_S - t.port.now()))
-        step = f"{lifetime} s Route Lifetime over (+{t.port.now() - sent:.1f} s)"
+        t.wait(max(0.0, sent + lifetime + RIO_EXPIRY_MARGIN_S - t.now()))
+        step = f"{lifetime} s Route Lifetime over (+{t.now() - sent:.1f} s)"
     else:
         _rio_ra(t, tr2, route, lifetime=0, step=" (withdrawal)")
         step = "Route Lifetime 0"

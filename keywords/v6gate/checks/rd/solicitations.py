@@ -174,7 +174,7 @@ def solicited_ra_stops_solicitations(t: CheckContext):
     ra = invalid_ra(tr1, t.p.how, **fields) if t.p.how else router_advertisement(tr1, **fields)
     sent = t.send(ra, label=f"{'invalid RA (' + t.p.how + ')' if t.p.how else 'RA'} in answer to the first RS")
     until = first.time + _rs_gap_ceiling() + t.reply_timeout
-    later = t.port.expect(t.from_dut(is_rs), max(0.0, until - t.port.now()), since=sent)
+    later = t.port.expect(t.from_dut(is_rs), max(0.0, until - t.now()), since=sent)
     effects = _ra_effects(t, tr1, prefix, chlim, sent) if t.p.how else []
     if not t.p.how:
         if later is not None:
@@ -223,7 +223,7 @@ def host_ignores_router_solicitations(t: CheckContext):
     t.wait(0.2)
     req = t.to_dut(tn1, t.dut.link_local) / ICMPv6EchoRequest(id=0x2203, seq=1, data=P.nonce(8))
     t.expect_reply(req, M.echo_reply_to(req), what="Echo Reply", within=t.reply_timeout + 3 * t.retrans_timer)
-    t.wait(max(0.0, since + t.silence - t.port.now()))
+    t.wait(max(0.0, since + t.silence - t.now()))
     frames = t.collect(M.anything(), 0, since=since)
     problems = []
     ra = next((f for f in frames if ICMPv6ND_RA in f.pkt), None)

@@ -68,7 +68,7 @@ def _fragmented_ra(t: CheckContext, atomic: bool):
     ra = router_advertisement(tr1, router_lifetime=600, cur_hop_limit=chlim,
                               prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
     frames = fragmented(ra, atomic=atomic)
-    since = t.port.now()
+    since = t.now()
     for f in frames:
         t.send(f, label=f"RA in {'an atomic fragment' if atomic else f'{len(frames)} fragments'}")
     effects = _ra_effects(t, tr1, prefix, chlim, since)

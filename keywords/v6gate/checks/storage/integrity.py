@@ -101,7 +101,7 @@ def _transfer(t: CheckContext, dut: str, svc: dict, port: int, cl, mtu: int | No
     local_in.write_bytes(data)
     t.defer(lambda: [p.unlink(missing_ok=True) for p in (local_in, local_out)])
     limit = max(8.0, 8 * t.reply_timeout)  # a 4 MiB copy takes about a second here, under load
-    since = t.port.now()
+    since = t.now()
     if t.p.proto == "NFS":
         export = svc.get("export") or C.lab_export(t)
         url = f"nfs://{dut}{export}/{name}?version=3"  # libnfs: bare IPv6 in URLs; NFSv4 writes >= 4 KiB fail

@@ -85,7 +85,7 @@ def rpcbind_registrations_are_ipv6(t: CheckContext):
         raise C.NotApplicable("the target's NFS service does not offer NFSv3 (services[].versions)")
     dut = C.dut_address(t)
     cl = C.client(t)
-    since = t.port.now()
+    since = t.now()
     rc, out, err = cl.run(["rpcinfo", dut], max(10.0, 5 * t.reply_timeout))
     rows = parse_rpcinfo(out)
     t.measure("rpcbind_dump", rows)

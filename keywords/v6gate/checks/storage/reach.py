@@ -21,7 +21,7 @@ RFC = ("RFC 8200 §1 and OMB M-21-07 (IPv6-only operation: the service must work
 
 
 def _session(t: CheckContext, label: str, port: int, argv_or_fn) -> tuple[int | None, str, str, float]:
-    since = t.port.now()
+    since = t.now()
     rc, out, err = argv_or_fn()
     t.wait(0.3)  # the last frames of the session reach the capture
     return rc, out, err, since

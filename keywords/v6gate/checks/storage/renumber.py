@@ -96,7 +96,7 @@ def session_survives_address_deprecation(t: CheckContext):
     second = f"get {name} {back}\n"
     share = svc.get("share") or "v6gate"
     argv = cl.smbclient_argv(["-N", f"//{dut}/{share}", "-m", "SMB3", "-p", str(port), "-t", "5"])
-    since = t.port.now()
+    since = t.now()
     proc = subprocess.Popen(in_ns(cl.netns, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     t.defer(lambda: proc.poll() is None and proc.kill())

@@ -33,7 +33,7 @@ def interface_info_lists_ipv6_addresses(t: CheckContext):
     framing)."""
     dut, _svc, port, cl = C.endpoint(t, "SMB")
     creds = (C.settings(t.target).get("smb_user") or "").split("%", 1)
-    since = t.port.now()
+    since = t.now()
     rc, out, err = cl.python("v6gate.net.smb", ["interfaces", dut, str(port), *[c for c in creds if c]],
                              max(15.0, 5 * t.reply_timeout))
     try:
