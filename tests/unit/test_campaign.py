@@ -156,7 +156,7 @@ def test_two_entries_naming_one_dut_on_one_controller_are_refused(tmp_path):
 
 
 def test_a_lab_fault_must_exist_and_the_lab_cannot_fault_a_tap_dut(tmp_path):
-    from v6gate.target import load_target
+    from v6gate.core.target import load_target
 
     lab = yaml.safe_load((FIXTURES / "targets" / "lab.yaml").read_text())
     lab["lab"]["topology"] = str(FIXTURES / "lab" / "topology.yaml")

@@ -82,7 +82,7 @@ def _same_dut(duts: list[tuple[DutEntry, object]]) -> None:
 def load_targets(c: Campaign, work: Path) -> list[tuple[DutEntry, object, Path]]:
     """Every DUT's effective target, written into ``work`` and loaded (validated) like a target file; two
     entries naming one DUT or one tester port refused."""
-    from ..target import load_target
+    from ..core.target import load_target
 
     work.mkdir(parents=True, exist_ok=True)
     loaded = []

@@ -80,7 +80,7 @@ def _schema() -> dict:
 
 def validate(doc: object, path: Path) -> dict:
     """The document against the campaign schema: the first error as one line (deepest first)."""
-    from ..target import _field_path, _fix_for, _plain, _problem
+    from ..core.target import _field_path, _fix_for, _plain, _problem
 
     doc = _plain(doc)
     if not isinstance(doc, dict):
@@ -172,7 +172,7 @@ def select_shard(c: Campaign, spec: str | None) -> list[DutEntry]:
 def effective_target(c: Campaign, d: DutEntry) -> dict:
     """The DUT's target document: its target file (or the lab's) with the entry's overrides, waivers and
     name; relative paths of the file made absolute so the document can be written anywhere."""
-    from ..target import _load_yaml, _merge
+    from ..core.target import _load_yaml, _merge
 
     src = d.target or LAB_TARGET
     doc = _load_yaml(src)

@@ -34,7 +34,6 @@ from robot.libraries.BuiltIn import BuiltIn, RobotNotRunningError
 
 from ..core.check import REGISTRY, all_items, find
 from ..core.session import RunRecorder, Session, install_signal_handlers
-from ..core.target import load_target
 from ..paths import new_run_dir, new_run_id
 
 
