@@ -353,7 +353,7 @@ def _check_lab_fault(doc: dict, path: Path) -> None:
     if doc["lab"].get("external_dut"):
         raise TargetFileError(path, "lab.fault", "the lab cannot apply a fault to an external (TAP) DUT",
                               "leave lab.fault out, or use the lab's own DUT")
-    from .lab.faults import load_faults
+    from ..lab.faults import load_faults
 
     if name not in load_faults():
         raise TargetFileError(path, "lab.fault", f"{name!r} is not a lab fault",
