@@ -61,7 +61,7 @@ class FarPath(Service):
                   f"route replace {net} dev {rif} metric 256 mtu {'lock ' if p['lock_mtu'] else ''}{int(p['mtu'])}"],
                  rns,
                  what="far-path router side")
-        if p["open_ipv6"] and p["open_router_ipv6"]:
+        if p.get("open_ipv6") and p.get("open_router_ipv6"):
             ip_batch([f"addr add {p['open_ipv6']} dev {ifname} nodad"], self.ns, what="far-path node (open path)")
             ip_batch([f"addr add {p['open_router_ipv6']} dev {rif} nodad"], rns, what="far-path router (open path)")
         if p["drop_ptb"]:
@@ -78,7 +78,7 @@ class FarPath(Service):
             if p["drop_ptb"]:
                 run(["nft", "delete", "table", "inet", NFT_TABLE], ns=rns, check=False, what="far-path nft")
             ip_batch([f"addr del {p['router_ipv6']} dev {rif}"], rns, what="far-path router side")
-            if p["open_ipv6"] and p["open_router_ipv6"]:
+            if p.get("open_ipv6") and p.get("open_router_ipv6"):
                 ip_batch([f"addr del {p['open_router_ipv6']} dev {rif}"], rns, what="far-path router (open path)")
             ip_batch([f"addr flush dev {ifname}"], self.ns, what="far-path node")
             run(["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1", "net.ipv6.conf.all.disable_ipv6=1"],
