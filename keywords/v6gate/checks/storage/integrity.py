@@ -143,18 +143,23 @@ def _transfer(t: CheckContext, dut: str, svc: dict, port: int, cl, mtu: int | No
     diff = first_difference(data, back)
     largest = _largest_frame(t, since, dut, port)
     mss = _dut_mss(t, since, dut, port)
+    if diff != "identical":
+        raise Deviation(f"the {len(data)}-byte pattern read back wrong: {diff}")
     path = ""
     if getattr(t.p, "far", False):
         ptb = _packet_too_big_to_dut(t, since, dut)
         t.measure("packet_too_big_to_dut", ptb)
+        if not ptb:
+            # the part's stimulus: without a Packet Too Big the transfer did not exercise RFC 8201 at all
+            raise BenchError(f"no Packet Too Big reached the DUT for the path to {cl.address} during the transfer "
+                             f"(largest DUT packet {largest} octets): the path's narrower hop was not exercised (a "
+                             "router that forwards above its next hop's MTU, e.g. an unlocked route MTU on Linux; or "
+                             "a capture that does not see the router's frames to the DUT), so PMTUD is not judged")
         path = (f"; across the hop to {cl.address}: {len(ptb)} Packet Too Big to the DUT (MTU "
-                f"{', '.join(sorted({str(m) for m in ptb}))}) and the transfer went on" if ptb else
-                f"; no Packet Too Big seen on the link for the path to {cl.address}")
+                f"{', '.join(sorted({str(m) for m in ptb}))}) and the transfer went on")
     t.measure("largest_dut_packet_bytes", largest)
     t.measure("dut_mss", mss)
     t.measure("link_mtu", mtu)
-    if diff != "identical":
-        raise Deviation(f"the {len(data)}-byte pattern read back wrong: {diff}")
     # the capture may hold GSO super-packets on a virtual link (lab-notes: veth), so the MSS the DUT
     # announced (RFC 9293 §3.7.1: link MTU - 60 for IPv6) tells the segment size, not the largest frame
     return t.conclude(f"{len(data)} bytes written and read back identical over IPv6; the DUT announced MSS "

@@ -202,10 +202,14 @@ class StorageFarClient(FarPath):
     router gets an address on the client's link (``router_ipv6``) and its
     route to the client's prefix carries MTU ``mtu`` (the links stay at
     their MTU, so nothing is lost without a Packet Too Big).  The route's
-    MTU is not locked (``lock_mtu: false``), as it always was here; a locked
-    one is what makes the router refuse larger forwarded packets (see
-    lab/services/farpath.py).  Stopping it removes the router's address (and
-    so the route)."""
+    MTU is locked (``lock_mtu: true``), as far-path's: the hop then does
+    not depend on how a kernel treats an unlocked route MTU for forwarded
+    packets (measured on the lab's kernel 6.18, IPv6 forwarding honours both:
+    a 1400-octet ping from the DUT got "Packet too big: mtu=1280" either
+    way).  Part D of storage.data_reads_back_intact_at_link_mtu needs the
+    router's Packet Too Big on the wire (its stimulus); without one it is the
+    bench's ERROR, never a PASS.  Stopping it removes the router's
+    address (and so the route)."""
 
     defaults = {"ipv6": "2001:db8:2::c/64", "router_ipv6": "2001:db8:2::1/64", "mtu": 1280, "router": "router",
-                "lock_mtu": False, "drop_ptb": False}
+                "lock_mtu": True, "drop_ptb": False}
