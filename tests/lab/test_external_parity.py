@@ -11,6 +11,7 @@ naming v6LC.2.1.2's check."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import yaml
@@ -74,6 +75,7 @@ def _external(name: str, ids: list[str], *, adapter: str, fault: QueueLoss | Non
     against it through a target file with ``adapter``; returns results.json
     and the guest's global addresses afterwards.  ``no_router``: the lab's
     router sends no RAs, the tester is the only router on the link."""
+    name = f"{name}{os.getpid() % 10000:04d}"  # two runs on one machine (worktrees, CI) bring up their own lab
     up = v6gate("lab", "up", "--name", name, "--tap", "tap0", "--dut-mac", GUEST_MAC, "--json",
                 *(["--no-router"] if no_router else []), check=True)
     info = json.loads(up.stdout)

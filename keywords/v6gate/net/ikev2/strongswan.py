@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ SWANCTL_DIRS = ("conf.d", "x509", "x509ca", "x509aa", "x509ocsp", "x509crl", "x5
 #: the fwmark that keeps charon's own IKE (and libipsec's ESP-in-UDP) datagrams out of the routes kernel-libipsec
 #: installs towards a host-to-host peer (strongswan.conf: kernel-libipsec.allow_peer_ts)
 IKE_FWMARK = "0x4b45"
+VICI_PATH_MAX = 100  # sun_path holds 108 bytes with the NUL; a little room below it
 
 
 @dataclass
@@ -204,8 +206,19 @@ class Charon:
         self.workdir = Path(workdir)
         self.settings = settings or Settings()
         self.settings.log = str(self.workdir / "charon.log")
-        self.settings.vici = f"unix://{self.workdir / 'charon.vici'}"
+        self._vici_dir: str | None = None
         self.proc: subprocess.Popen | None = None
+
+    @property
+    def vici_path(self) -> Path:
+        """The vici socket: in the work directory, or in a short directory of its own when that path is longer
+        than a unix socket's 107 bytes (charon then logs nothing and never listens)."""
+        path = self.workdir / "charon.vici"
+        if len(os.fsencode(str(path))) <= VICI_PATH_MAX:
+            return path
+        if self._vici_dir is None:
+            self._vici_dir = tempfile.mkdtemp(prefix="v6gvici.")
+        return Path(self._vici_dir) / "charon.vici"
 
     @property
     def swanctl_dir(self) -> Path:
@@ -225,9 +238,10 @@ class Charon:
         self.workdir.mkdir(parents=True, exist_ok=True)
         for d in SWANCTL_DIRS:
             (self.swanctl_dir / d).mkdir(parents=True, exist_ok=True)
+        self.settings.vici = f"unix://{self.vici_path}"
         (self.workdir / "strongswan.conf").write_text(self.settings.conf())
         with contextlib.suppress(FileNotFoundError):
-            (self.workdir / "charon.vici").unlink()
+            self.vici_path.unlink()
         from ...util.hostpaths import PrivatePaths
 
         private = PrivatePaths(self.workdir / "private").tmpfs("/run").keep(self.workdir)
@@ -243,7 +257,7 @@ class Charon:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise BenchError(f"charon exited at start ({self.proc.returncode}): {self._tail()}")
-            if (self.workdir / "charon.vici").exists():
+            if self.vici_path.exists():
                 cp = self.swanctl("--stats", timeout=5, check=False)
                 if cp.returncode == 0:
                     return self
@@ -309,6 +323,9 @@ class Charon:
                     os.killpg(self.proc.pid, 9)
                 self.proc.wait(3)
         self.proc = None
+        if self._vici_dir is not None:
+            shutil.rmtree(self._vici_dir, ignore_errors=True)
+            self._vici_dir = None
 
     def forget(self) -> None:
         """Stop charon and remove its work directory (the log holds the PSK)."""
