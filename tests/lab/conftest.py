@@ -62,6 +62,22 @@ def wait_for(pred, timeout=30.0, step=0.1):
     return None
 
 
+def claiming_target(directory: Path, capabilities) -> Path:
+    """A copy of the lab target that also claims ``capabilities`` (which the lab's DUT does not implement: the
+    parts needing them run against the project's own simulated peer, lab/faults.py stands_in_for)."""
+    import yaml
+
+    lab = ROOT / "fixtures" / "targets" / "lab.yaml"
+    doc = yaml.safe_load(lab.read_text())
+    doc["capabilities"] = [*doc["capabilities"], *[c for c in capabilities if c not in doc["capabilities"]]]
+    doc["lab"]["topology"] = str((lab.parent / doc["lab"]["topology"]).resolve())
+    doc["waiver_files"] = [str(lab.parent / w) for w in doc.get("waiver_files", [])]
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"lab-claiming-{'-'.join(sorted(capabilities))}.yaml"
+    target.write_text(yaml.safe_dump(doc))
+    return target
+
+
 def run_dir_from(stdout: str) -> Path:
     for line in stdout.splitlines():
         if "results " in line and line.strip().startswith("results"):

@@ -28,8 +28,10 @@ import pytest
 
 from v6gate.core.check import all_items
 from v6gate.core.session import Session
-from v6gate.lab.faults import get_fault
+from v6gate.lab.faults import get_fault, stand_in_for
 from v6gate.report import controls as proof
+
+from conftest import claiming_target
 
 CONTROLS_DIR = None
 
@@ -63,20 +65,51 @@ def control_session(controls_run_dir):
     session.close()
 
 
-def test_check_is_proven_both_ways(control_item, control_session, controls_sink):
+@pytest.fixture(scope="session")
+def claiming_sessions(controls_run_dir):
+    """Sessions on copies of the lab target that claim capabilities a simulated peer stands in for (one per set)."""
+    made: dict[tuple, Session] = {}
+
+    def get(capabilities) -> Session:
+        key = tuple(sorted(capabilities))
+        if key not in made:
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+            d = controls_run_dir / f"claiming-{worker}-{'-'.join(key)}"
+            made[key] = Session.for_lab(d / "run", target_file=claiming_target(d, key))
+        return made[key]
+
+    yield get
+    for s in made.values():
+        s.close()
+
+
+def test_check_is_proven_both_ways(control_item, control_session, claiming_sessions, controls_sink):
     c, p = control_item
     entry = {"id": c.id, "part": p.letter, "ipv6ready": c.ipv6ready_of(p), "rfc": c.rfc_of(p), "area": c.area,
              "title": c.title_of(p), "profile": c.profile_of(p)}
-    why = control_session.applicability(c, p)
+    session, stand_in = control_session, None
+    why = session.applicability(c, p)
+    if why:
+        # a capability the lab DUT cannot claim, implemented by the project's own simulated peer: the part runs
+        # against a copy of the lab target that claims it, both sides against that peer (labelled)
+        unclaimed = [cap for cap in c.capabilities_of(p) if not session.target.claims(cap)]
+        stand_in = stand_in_for(unclaimed)
+        if stand_in is not None:
+            session = claiming_sessions(unclaimed)
+            why = session.applicability(c, p)
     if why:
         controls_sink({**entry, "status": "not_applicable", "reason": why})
         pytest.skip(f"not applicable to the lab DUT: {why}")
-    waiver = control_session.target.waiver_for(c.id, p.letter)
+    waiver = session.target.waiver_for(c.id, p.letter)
     if waiver:
         pass_fault, fail_fault = waiver.corrective_fault, None
         entry["deviation"] = {"rfc": waiver.rfc, "observed": waiver.observed, "reason": waiver.reason}
     else:
-        pass_fault, fail_fault = None, c.fault_of(p)
+        pass_fault, fail_fault = (stand_in.name if stand_in else None), c.fault_of(p)
+    if stand_in is not None:
+        entry["claimed_for_controls"] = list(stand_in.stands_in_for)
+        if pass_fault == stand_in.name:
+            entry["pass_side_proven_against"] = f"simulated peer: {stand_in.simulated_peer}"
     if not waiver and fail_fault is None:
         reason = c.uncontrollable_of(p) or "no fault declared"
         controls_sink({**entry, "status": "uncontrolled", "reason": reason})
@@ -92,7 +125,7 @@ def test_check_is_proven_both_ways(control_item, control_session, controls_sink)
         # One more try after a wrong outcome (verdict or reason): both attempts are kept, and a side that is
         # right on the second is proven but listed as flaky; wrong twice is not proven.
         for n in (1, 2):
-            r = control_session.run(c, p, fault=side_fault, setup=f"control-{side}" + ("-retry" if n > 1 else ""))
+            r = session.run(c, p, fault=side_fault, setup=f"control-{side}" + ("-retry" if n > 1 else ""))
             a = proof.attempt_record(r)
             why_not = proof.judge_attempt(side, a, fault if side == "fail" else None)
             a["right"] = why_not is None

@@ -1,30 +1,25 @@
 """Checks of behaviour the lab's DUT does not implement, proven both ways
 (root, the lab): RFC 9686 (dhcpv6.self_generated_address_is_registered,
 capability ADDR-REG) and RFC 9463 (rdnss.encrypted_resolver_is_used,
-capability DNR).  The lab target claims neither, so the controls cannot
-prove them; here a copy of the lab target claims both and each check runs
+capability DNR).  The lab target claims neither; the controls prove them
+the same way (tests/lab/test_controls.py: a claiming copy of the lab target,
+the faults' stands_in_for); here a copy of the lab target claims both and each check runs
 against the project's own simulated client (lab/impostor_rules/
 dhcpv6_addr_reg.py, rdnss_dnr.py): PASS when it behaves correctly, FAIL for
 the named mistake, FAIL on the plain lab DUT."""
 
 import pytest
-import yaml
 
 from v6gate.core.check import find
 from v6gate.core.session import Session
-from v6gate.paths import FIXTURES
+
+from conftest import claiming_target
 
 
 @pytest.fixture(scope="module")
 def claiming_session(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("addr-reg")
-    lab = FIXTURES / "targets" / "lab.yaml"
-    doc = yaml.safe_load(lab.read_text())
-    doc["capabilities"] = [*doc["capabilities"], "ADDR-REG", "DNR", "DHCPv6-PD"]
-    doc["lab"]["topology"] = str((lab.parent / doc["lab"]["topology"]).resolve())
-    doc["waiver_files"] = [str(lab.parent / w) for w in doc.get("waiver_files", [])]
-    target = tmp / "lab-addr-reg-dnr.yaml"
-    target.write_text(yaml.safe_dump(doc))
+    target = claiming_target(tmp, ["ADDR-REG", "DNR", "DHCPv6-PD"])
     with Session.for_lab(tmp / "run", target_file=target) as s:
         yield s
 

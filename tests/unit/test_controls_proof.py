@@ -5,7 +5,7 @@ import pytest
 
 from v6gate.core.check import load_all
 from v6gate.errors import UsageError
-from v6gate.lab.faults import load_faults
+from v6gate.lab.faults import load_faults, stand_in_for
 from v6gate.report import controls as proof
 
 
@@ -47,6 +47,9 @@ def test_undeclared_reason_is_unchecked(tmp_path):
 @pytest.mark.parametrize("body, words", [
     ("  f:\n    reason: r\n    nft: x\n    counter: bogus\n", "not one of"),
     ("  f:\n    reason: r\n    nft: x\n    fails_with: '(unclosed'\n", "not a regular expression"),
+    ("  f:\n    reason: r\n    impostor: {rule: dnr_client}\n    stands_in_for: DNR\n", "list of capability names"),
+    # only the project's own simulated peer may stand in for a capability: a DUT-side fault (nft) cannot
+    ("  f:\n    reason: r\n    nft: x\n    stands_in_for: [DNR]\n", "simulated peer"),
 ])
 def test_bad_declarations_are_refused(tmp_path, body, words):
     with pytest.raises(UsageError, match=words):
@@ -57,6 +60,18 @@ def test_simulated_peer_is_labelled():
     cat = load_faults()
     assert cat["impostor_client_conforms"].simulated_peer
     assert cat["dut_drops_echo_request"].simulated_peer is None
+
+
+def test_stand_in_is_the_simulated_peer_claiming_every_capability():
+    """The controls run a part needing capabilities the lab DUT does not claim against the fault whose
+    simulated peer implements them all (tests/lab/test_controls.py); none for a capability no peer has."""
+    assert stand_in_for(["DNR"]).name == "impostor_resolves_over_dnr"
+    assert stand_in_for(["ADDR-REG"]).name == "impostor_registers_addresses"
+    assert stand_in_for(["DHCPv6-PD"]).name == "impostor_requests_a_prefix_for_p_flag"
+    assert stand_in_for(["DNR"]).simulated_peer
+    assert stand_in_for(["DNR", "ADDR-REG"]) is None  # no one peer does both
+    assert stand_in_for(["SVCB-HTTPS"]) is None
+    assert stand_in_for([]) is None
 
 
 def test_every_fault_of_a_default_part_declares_its_reason():

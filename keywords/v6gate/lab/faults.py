@@ -42,11 +42,18 @@ MECHANISMS = ("nft", "sysctl", "boot_sysctl", "tc", "switch_tc", "commands", "im
 PROOF_KEYS = ("fails_with", "counter")
 # ``ready_timeout_s``: how long the harness waits for the DUT to come up under this fault (default: the target's
 # timing.ready_timeout_s, as when healthy); set it for a fault that keeps the DUT from finishing its start-up.
-OTHER_KEYS = ("ready_timeout_s",)
+# ``stands_in_for``: capabilities the lab DUT does not claim that this fault makes it implement through the
+# project's own simulated peer (an impostor client); the controls then prove the parts needing them against a copy
+# of the lab target that claims them, this fault the PASS side, the part's fault the FAIL side, both labelled.
+OTHER_KEYS = ("ready_timeout_s", "stands_in_for")
 COUNTERS = ("impostor_answered", "repair_rewrote", "nft_matched")
 # Impostor rules that replace the DUT's own protocol engine by the project's simulated one: a FAIL under
 # such a fault proves the check against that simulated peer, not against a real stack's misbehaviour.
-SIMULATED_PEERS = {"dhcpv6_client": "the project's simulated DHCPv6 client (impostor) stands in for the DUT's"}
+SIMULATED_PEERS = {"dhcpv6_client": "the project's simulated DHCPv6 client (impostor) stands in for the DUT's",
+                   "dnr_client": "the project's simulated DNR (RFC 9463) client (impostor) stands in for the DUT's",
+                   "addr_reg_client": "the project's simulated RFC 9686 client (impostor) stands in for the DUT's",
+                   "pd_client": "the project's simulated RFC 9762 prefix-delegation client (impostor) stands in for "
+                                "the DUT's"}
 
 
 @dataclass
@@ -65,6 +72,7 @@ class Fault:
     fails_with: str | None = None
     counter: str | None = None
     ready_timeout_s: float | None = None
+    stands_in_for: tuple = ()
     spec: dict = field(default_factory=dict)  # the definition as written (hashed into controls' proofs)
 
     @property
@@ -116,6 +124,12 @@ def load_faults(directory: Path = FAULT_DIR) -> dict[str, Fault]:
                     re.compile(spec["fails_with"])
                 except re.error as exc:
                     raise UsageError(f"{path}: fault {name!r}: fails_with is not a regular expression: {exc}") from None
+            stands = spec.get("stands_in_for") or []
+            if not isinstance(stands, list) or not all(isinstance(c, str) and c for c in stands):
+                raise UsageError(f"{path}: fault {name!r}: stands_in_for must be a list of capability names")
+            if stands and SIMULATED_PEERS.get((spec.get("impostor") or {}).get("rule")) is None:
+                raise UsageError(f"{path}: fault {name!r}: stands_in_for needs an impostor rule that is a simulated "
+                                 f"peer ({sorted(SIMULATED_PEERS)})")
             if not any(k in spec for k in MECHANISMS):
                 raise UsageError(f"{path}: fault {name!r} has no mechanism; use one of {MECHANISMS}")
             out[name] = Fault(name=name, reason=spec["reason"], source=str(path), nft=spec.get("nft"),
@@ -124,10 +138,20 @@ def load_faults(directory: Path = FAULT_DIR) -> dict[str, Fault]:
                               commands=list(spec.get("commands") or []), impostor=spec.get("impostor"),
                               repair=spec.get("repair"), fails_with=spec.get("fails_with"),
                               counter=spec.get("counter"), spec=dict(spec),
-                              ready_timeout_s=float(spec["ready_timeout_s"]) if spec.get("ready_timeout_s") else None)
+                              ready_timeout_s=float(spec["ready_timeout_s"]) if spec.get("ready_timeout_s") else None,
+                              stands_in_for=tuple(stands))
     if directory == FAULT_DIR:
         _CATALOGUE = out
     return out
+
+
+def stand_in_for(capabilities) -> Fault | None:
+    """The fault whose simulated peer implements every one of ``capabilities``
+    (``stands_in_for``), for the controls of parts the lab DUT cannot claim; None if there is none."""
+    want = set(capabilities)
+    if not want:
+        return None
+    return next((f for f in load_faults().values() if want <= set(f.stands_in_for)), None)
 
 
 def get_fault(name: str) -> Fault:
