@@ -13,6 +13,7 @@ from scapy.layers.inet6 import (
 )
 
 from ...core.context import CheckContext
+from ...core.control import NotSupported
 from ...net import packets as P
 from ...net.mld import (
     is_v1_report,
@@ -95,6 +96,60 @@ def _judge_v1(t: CheckContext, frame, group: str, kind: str = "Report") -> list[
         problems.append(f"Code {msg.code}, not 0")
     return problems
 
+
+
+#: how long the DUT is given to answer the witness's Query (MRD 0) before a missing Report stands as missing
+WITNESS_WAIT_S = 10.0
+
+
+def _witness(t: CheckContext) -> str | None:
+    """A second group the DUT listens to for the whole check (the control
+    adapter's listen), whose Reports tell the DUT's own pace: None where the
+    adapter cannot make the DUT listen (the checks then judge by the
+    Maximum Response Delay and the slack alone)."""
+    group = _fresh_group()
+    try:
+        t.control.listen(group)
+    except NotSupported:
+        return None
+    t.defer(lambda: t.control.unlisten(group))
+    t.note(f"witness group {group}: the DUT listens to it, its Reports time the DUT's own MLD processing")
+    return group
+
+
+def _report_by_deadline(t: CheckContext, group: str, since: float, window: float, witness: str | None):
+    """The DUT's MLDv1 Report for ``group`` sent by ``since + window`` (the
+    Maximum Response Delay plus slack), as a (Report or None, note) pair.
+
+    A DUT whose MLD processing runs late (a loaded machine, a busy CPU)
+    sends a timer's Report late, not never.  When none came by the deadline
+    and a witness group is held, a Query with Maximum Response Delay 0 for
+    the witness is sent *after* the deadline: a DUT that answers it has run
+    its MLD work past the deadline, so a Report for ``group`` whose timer ran
+    out by then arrives no later than the witness's answer (plus the
+    witness's own turnaround, for work queued on another CPU).  A Report for
+    ``group`` only after that is a timer that had not run out: not within
+    the Maximum Response Delay, whatever the load."""
+    report = _v1_report_for(t, group, since, window)
+    if report is not None or witness is None:
+        return report, ""
+    asked = t.send(_v1_query(t, mrd_ms=0, group=witness),
+                   label=f"witness: MAS Query for {witness}, MRD 0 (the DUT's pace after the deadline)")
+    answer = _v1_report_for(t, witness, asked, WITNESS_WAIT_S)
+    if answer is None:
+        return None, f"; the DUT did not answer a Query (MRD 0) for the witness group {witness} either"
+    turnaround = answer.time - asked
+    t.measure("witness_turnaround_s", round(turnaround, 3))
+    limit = answer.time + turnaround
+    late = _v1_report_for(t, group, since, max(0.0, limit - t.now()))
+    if late is not None and late.time <= limit:
+        t.note(f"Report for {group} {late.time - since:.3f} s after the Query, past the {window:.2f} s window, "
+               f"but by the DUT's answer to the witness Query sent after it ({turnaround * 1000:.1f} ms turnaround): the "
+               "DUT was slow, its timer ran out in time")
+        return late, ""
+    return None, (f"; a Query (MRD 0) for the witness group {witness} sent after the deadline was answered "
+                  f"{turnaround * 1000:.1f} ms later, with still no Report for {group}: the DUT's MLD work was running, "
+                  "the timer had not run out")
 
 
 def _fresh_group() -> str:

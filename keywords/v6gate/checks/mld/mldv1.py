@@ -34,9 +34,11 @@ from ._common import (
     _fresh_group,
     _group,
     _judge_v1,
+    _report_by_deadline,
     _slack,
     _v1_query,
     _v1_report_for,
+    _witness,
 )
 
 # -- MLD.1.1 - 1.4: answering queries ----------------------------------------------------------------
@@ -325,6 +327,7 @@ def delaying_listener_resets_timer(t: CheckContext):
     random value only if the requested Maximum Response Delay is less than
     the remaining value of the running timer' (RFC 2710 §4)."""
     group = _group(t)
+    witness = _witness(t)
     if _enter_v1_mode(t) is None:
         raise Deviation(f"no MLDv1 Report for {group} after an MLDv1 General Query")
     delays, void = [], 0
@@ -333,11 +336,11 @@ def delaying_listener_resets_timer(t: CheckContext):
         general, specific = _v1_query(t, mrd_ms=10000), _v1_query(t, mrd_ms=1000, group=group)
         first = t.send(general, label="General Query, MRD 10000 ms")
         second = t.send(specific, label="MAS Query, MRD 1000 ms")
-        report = _v1_report_for(t, group, first, 1.0 + _slack(t) + (second - first))
+        report, why = _report_by_deadline(t, group, first, 1.0 + _slack(t) + (second - first), witness)
         if report is None:
             raise Deviation(f"trial {trial}: no Report for {group} within {1 + _slack(t):.2f} s of the MAS Query "
                              f"(MRD 1 s) that followed a General Query with MRD 10 s: the timer was not reset "
-                             f"(earlier delays {delays} s)")
+                             f"(earlier delays {delays} s){why}")
         if report.time < second + CROSSING:  # the first timer ran out before the MAS Query could arrive
             void += 1
             t.note(f"trial {trial}: the DUT answered the General Query before the MAS Query reached it; not counted")
