@@ -61,6 +61,8 @@ def test_every_fault_is_used():
 
     for test in (FIXTURES.parent / "tests" / "lab").glob("test_*.py"):
         used |= set(re.findall(r'"([a-z0-9_]+)"', test.read_text())) & set(load_faults())
+    # and the simulated peers the controls run such parts against (stands_in_for: their PASS side)
+    used |= {f.name for f in load_faults().values() if f.stands_in_for}
     unused = sorted(set(load_faults()) - used - {None})
     assert not unused, f"faults nobody uses (delete or use them): {unused}"
 

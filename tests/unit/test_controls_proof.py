@@ -70,7 +70,8 @@ def test_stand_in_is_the_simulated_peer_claiming_every_capability():
     assert stand_in_for(["DHCPv6-PD"]).name == "impostor_requests_a_prefix_for_p_flag"
     assert stand_in_for(["DNR"]).simulated_peer
     assert stand_in_for(["DNR", "ADDR-REG"]) is None  # no one peer does both
-    assert stand_in_for(["SVCB-HTTPS"]) is None
+    assert stand_in_for(["SVCB-HTTPS"]).name == "impostor_uses_https_hints"
+    assert stand_in_for(["NO-SUCH-CAPABILITY"]) is None
     assert stand_in_for([]) is None
 
 

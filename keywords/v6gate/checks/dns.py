@@ -306,8 +306,10 @@ def reverse_lookup_uses_ip6_arpa(t: CheckContext):
 @check(
     title="HTTPS record address hints (ipv6hint) are used",
     rfc="RFC 9460 §7.3 (ipv4hint and ipv6hint), §9 (HTTPS RR); RFC 8305 §3",
-    uncontrollable="no client on the lab DUT asks for HTTPS records (glibc does not; Debian 12's curl 7.88 has no "
-                   "HTTPS RR support): the lab does not claim SVCB-HTTPS, so the check SKIPs there",
+    # no client on the lab DUT asks for HTTPS records (glibc does not; Debian 12's curl 7.88 has no HTTPS RR
+    # support): the lab does not claim SVCB-HTTPS, so the check SKIPs there; the controls prove it against the
+    # project's simulated client (impostor_uses_https_hints, stands_in_for SVCB-HTTPS)
+    fault="impostor_asks_https_but_ignores_the_hint",
     expect="when a name's HTTPS record carries ipv6hint and its AAAA answer is held back, the DUT asks for the "
            "HTTPS record and opens a connection to the hinted address before the AAAA answer arrives",
     **{**_COMMON, "capabilities": ["DNS-Client", "SVCB-HTTPS"]},

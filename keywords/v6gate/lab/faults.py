@@ -52,6 +52,8 @@ COUNTERS = ("impostor_answered", "repair_rewrote", "nft_matched")
 SIMULATED_PEERS = {"dhcpv6_client": "the project's simulated DHCPv6 client (impostor) stands in for the DUT's",
                    "dnr_client": "the project's simulated DNR (RFC 9463) client (impostor) stands in for the DUT's",
                    "addr_reg_client": "the project's simulated RFC 9686 client (impostor) stands in for the DUT's",
+                   "svcb_client": "the project's simulated HTTPS-record (RFC 9460) client (impostor) stands in for "
+                                  "the DUT's",
                    "pd_client": "the project's simulated RFC 9762 prefix-delegation client (impostor) stands in for "
                                 "the DUT's"}
 

@@ -17,6 +17,8 @@ may
 * send later with ``impostor.later(seconds, frames)`` where ``frames`` is a
   list or a callable producing it when the timer fires (a stack's timers:
   a reassembly timeout, retransmissions), or at once with ``impostor.send``,
+* see what the DUT sends too (``@rule(name, outgoing=True)``: the rule is
+  also called with the DUT's outgoing frames, its own included),
 * *react* in the DUT's namespace (``impostor.ns``), e.g. install the
   neighbour entry an invalid message would have created in a stack that
   skipped a validity test, so the kernel itself then behaves as that stack.
@@ -39,8 +41,12 @@ from ..net.port import Frame, Port
 RULES: dict[str, Callable] = {}
 
 
-def rule(name: str):
+def rule(name: str, *, outgoing: bool = False):
+    """Register a rule; ``outgoing``: it is also called with the frames the
+    DUT sends (a simulated client acting on the DUT's own requests)."""
+
     def register(func):
+        func.outgoing = outgoing
         RULES[name] = func
         return func
 
@@ -76,6 +82,8 @@ class Impostor:
     def start(self) -> Impostor:
         self.port.open()
         self.port.add_responder(self._on_frame)
+        if getattr(self.rule, "outgoing", False):
+            self.port.add_watcher(self._on_frame)
         return self
 
     def _on_frame(self, port: Port, frame: Frame) -> None:

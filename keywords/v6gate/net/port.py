@@ -86,6 +86,7 @@ class Port:
         self._sent: list[Frame] = []
         self._cond = threading.Condition()
         self._responders: list[Responder] = []
+        self._watchers: list[Responder] = []  # called with the frames this interface sends (add_watcher)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._wake_r, self._wake_w = os.pipe()
@@ -164,13 +165,9 @@ class Port:
                 continue
             frame = Frame(_arrival(anc), raw, addr[2])
             if frame.outgoing:
+                self._hand(frame, self._watchers, "watcher")
                 continue  # our own transmissions are logged in send()
-            for responder in list(self._responders):
-                try:
-                    responder(self, frame)
-                except Exception as exc:
-                    self.rx_errors += 1
-                    self.last_error = f"a responder on {self.iface} raised {type(exc).__name__}: {exc}"
+            self._hand(frame, self._responders, "responder")
             with self._cond:
                 self._frames.append(frame)
                 horizon = frame.time - self.history_s
@@ -180,8 +177,23 @@ class Port:
                 self._drained_at = max(self._drained_at, frame.time)
                 self._cond.notify_all()
 
+    def _hand(self, frame: Frame, handlers: list[Responder], kind: str) -> None:
+        for handler in list(handlers):
+            try:
+                handler(self, frame)
+            except Exception as exc:
+                self.rx_errors += 1
+                self.last_error = f"a {kind} on {self.iface} raised {type(exc).__name__}: {exc}"
+
     def add_responder(self, responder: Responder) -> None:
         self._responders.append(responder)
+
+    def add_watcher(self, watcher: Responder) -> None:
+        """``watcher(port, frame)`` for every frame sent through this
+        interface (by this port or by the namespace's own stack), which
+        responders never see and the port does not keep: for an impostor
+        that acts on what the DUT sends (lab/impostor.py ``outgoing``)."""
+        self._watchers.append(watcher)
 
     def remove_responder(self, responder: Responder) -> None:
         with contextlib.suppress(ValueError):
