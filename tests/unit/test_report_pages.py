@@ -290,3 +290,23 @@ def test_dissection_picks_what_the_dut_sent_without_background():
     none = dissect(pcap, dut_mac="02:00:00:00:00:99", area="slaac")
     assert none["who"] == "tester" and len(none["frames"]) == MAX_FRAMES and "sent nothing" in none["note"]
     assert dissect("/nonexistent.pcapng", dut_mac=None)["note"].endswith("is missing")
+
+
+def test_a_performance_gate_is_its_own_capability_never_a_conformance_one_s():
+    """An undecided (or failing) gate that runs on Core or SLAAC targets leaves those capabilities as their
+    checks say; it counts for Performance, and for a capability that names it under checks (issue 34)."""
+    inc = gate("perf.gate_inc", "INCONCLUSIVE", 0.98, 0.95, 1.01)
+    inc["capabilities"] = ["Core", "SLAAC"]  # the targets it runs on
+    bad = gate("perf.gate_bad", "FAIL", 0.90, 0.88, 0.92)
+    bad["capabilities"] = ["Core"]
+    he = gate("perf.happy_eyeballs_connects_within_rfc8305_delays", "INCONCLUSIVE")
+    he["capabilities"] = ["Happy-Eyeballs"]
+    doc = document([chk("nd.ok", "A", "PASS"), chk("slaac.ok", "A", "PASS"), inc, bad, he],
+                   caps=("Core", "SLAAC", "Performance", "Happy-Eyeballs"))
+    rows = {r["capability"]: r for r in compliance.matrix(doc)["rows"]}
+    assert rows["Core"]["status"] == "supported" and rows["Core"]["parts"] == 1, rows["Core"]
+    assert rows["SLAAC"]["status"] == "supported" and rows["SLAAC"]["parts"] == 1
+    perf = rows["Performance"]
+    assert perf["status"] == "not supported" and perf["parts"] == 3 and perf["failing"] == ["perf.gate_bad"]
+    assert rows["Happy-Eyeballs"]["status"] == "not demonstrated" and rows["Happy-Eyeballs"]["parts"] == 1
+    assert compliance.capabilities_of(inc) == ["Performance"]

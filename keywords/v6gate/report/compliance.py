@@ -28,20 +28,27 @@ def catalogue() -> dict[str, dict]:
 
 
 def supports(check: dict, capability: str, spec: dict) -> bool:
-    return (capability in (check.get("capabilities") or []) or check.get("area") in (spec.get("areas") or [])
-            or check.get("id") in (spec.get("checks") or []))
+    """Whether the part counts for ``capability``: the capability is its own, its area's or names its check.
+    A performance gate (kind "gate") is its own capability (Performance, by its area) and counts for a
+    conformance capability only where that capability names the gate under ``checks`` (Happy Eyeballs: the
+    gate is that behaviour's test): its own ``capabilities`` say which targets it runs on, so an
+    undecided or slow gate never leaves Core, SLAAC or a storage service "not demonstrated" (issue 34)."""
+    own = check.get("kind") != "gate" and capability in (check.get("capabilities") or [])
+    return own or check.get("area") in (spec.get("areas") or []) or check.get("id") in (spec.get("checks") or [])
 
 
 def capabilities_of(check: dict) -> list[str]:
     """Every capability of the catalogue the part supports (its own, its area's, its check id's) and its own
     others: what the triage view's capability filter selects, so that a cell of a matrix links to its parts."""
-    return list(_capabilities_of(check.get("id"), check.get("area"), tuple(check.get("capabilities") or ())))
+    return list(_capabilities_of(check.get("id"), check.get("area"), tuple(check.get("capabilities") or ()),
+                                 check.get("kind")))
 
 
 @lru_cache(maxsize=4096)
-def _capabilities_of(check_id, area, own: tuple) -> tuple:
-    spec = {"id": check_id, "area": area, "capabilities": own}
-    return tuple(dict.fromkeys([*(cap for cap, s in catalogue().items() if supports(spec, cap, s)), *own]))
+def _capabilities_of(check_id, area, own: tuple, kind=None) -> tuple:
+    spec = {"id": check_id, "area": area, "capabilities": own, "kind": kind}
+    mine = () if kind == "gate" else own
+    return tuple(dict.fromkeys([*(cap for cap, s in catalogue().items() if supports(spec, cap, s)), *mine]))
 
 
 def _column(c: dict) -> str:
@@ -83,11 +90,11 @@ def matrix(doc: dict) -> dict:
     rows = []
     specs = [(cap, cat.get(cap, {})) for cap in names]
     tally = {cap: (dict.fromkeys(COLUMNS, 0), []) for cap in names}
-    supported: dict[tuple, list] = {}  # (id, area, capabilities) -> the capabilities it supports
+    supported: dict[tuple, list] = {}  # (id, area, capabilities, kind) -> the capabilities it supports
     checks = doc["checks"]
     # one pass; a sequence read back from disk (an audit's) gives what the matrix reads of each check
     for c in checks.briefs() if hasattr(checks, "briefs") else checks:
-        k = (c.get("id"), c.get("area"), tuple(c.get("capabilities") or ()))
+        k = (c.get("id"), c.get("area"), tuple(c.get("capabilities") or ()), c.get("kind"))
         caps = supported.get(k)
         if caps is None:
             caps = supported[k] = [cap for cap, spec in specs if supports(c, cap, spec)]
