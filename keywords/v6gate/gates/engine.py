@@ -27,6 +27,12 @@ the metrics the verdict rests on.  A trial whose steal (or a pair whose foreign 
 lopsided between its two trials) passes the profile's thresholds is
 discarded with its pair and repeated; the count is reported.
 
+Noise probe (``probe``, gates/noise.py): before its first pair a paired
+gate may measure a few A/A pairs (the baseline arm against itself) and plan
+from their spread: a larger budget, up to the profile's cap, when the noise
+needs it, or INCONCLUSIVE at once, with one line, when even the cap cannot
+resolve the margin on this machine.
+
 One-sample gate (``TargetComparison``): a time (RA to usable address, NS to
 NA, ...) against a stated target, judged on a quantile's distribution-free
 interval the same way (lower is better).
@@ -41,7 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import disturbance as D
-from . import stats
+from . import noise, stats
 
 
 @dataclass(frozen=True)
@@ -183,6 +189,7 @@ class GateDecision:
     per_look_confidence: float | None = None
     looks: int = 1
     order: dict | None = None  # paired: how many kept pairs ran in each order
+    probe: dict | None = None  # paired: the noise probe's A/A pairs and the plan made from them (noise.Plan)
 
     @property
     def decided_by(self) -> list[str]:
@@ -200,7 +207,7 @@ class GateDecision:
             "looks_planned": self.looks, "order": self.order, "kept": self.kept_pairs, "discarded": self.discarded,
             "traffic_s": round(self.traffic_s, 2), "wall_s": round(self.wall_s, 2),
             "metrics": {k: m.as_dict(self.arms) for k, m in self.metrics.items()},
-            "trials": [t.as_dict() for t in self.trials],
+            "trials": [t.as_dict() for t in self.trials], "probe": self.probe,
         }
 
     def _looks_words(self) -> str:
@@ -227,10 +234,11 @@ class GateDecision:
                              f"{_fmt(iv.high)}] vs target {'>=' if m.higher_is_better else '<='} {m.target:g} "
                              f"{m.unit}: {st.status or 'undecided'}")
         unit = "pairs" if len(self.arms) == 2 else "trials"
+        probe = f"; noise probe: {self.probe['line']}" if self.probe else ""
         return (f"{'; '.join(parts)}; {self.kept_pairs} {unit} kept, {self.discarded} discarded as disturbed, "
                 f"{self.traffic_s:.1f} s of traffic ({self.confidence * 100:g}% {self.method} interval"
                 f"{self._looks_words()}; "
-                f"stopped: {self.stop})")
+                f"stopped: {self.stop}){probe}")
 
 
 def _r(v):
@@ -265,10 +273,13 @@ class PairedComparison:
                  method: str = "wilcoxon", confidence: float = 0.95, rng: random.Random | None = None,
                  monitor: Monitor = D.snapshot, clock: Callable[[], float] = time.monotonic,
                  on_trial: Callable[[Trial], None] | None = None, should_stop: Callable[[], str | None] | None = None,
-                 measure_pair: Callable[[tuple[str, str]], tuple[Measure, Measure]] | None = None):
+                 measure_pair: Callable[[tuple[str, str]], tuple[Measure, Measure]] | None = None,
+                 probe: noise.ProbeSpec | None = None, what: str = "this workload"):
         """``measure_pair`` (optional): one call measures both arms of a pair inside the same seconds
         (finely alternated, ``order`` says which arm goes first); it returns their Measures in
-        ``order``.  Without it the two arms are two trials one after the other (``measure``)."""
+        ``order``.  Without it the two arms are two trials one after the other (``measure``).
+        ``probe``: measure ``probe.pairs`` A/A pairs of the baseline arm first and plan from them
+        (gates/noise.py); ``what`` names the workload in its line ("the 16 KB stream")."""
         if len(arms) != 2:
             raise ValueError("a paired comparison has exactly two arms (baseline, candidate)")
         if method not in stats.METHODS:
@@ -286,6 +297,8 @@ class PairedComparison:
         self.on_trial = on_trial
         self.should_stop = should_stop
         self.measure_pair = measure_pair
+        self.probe = probe
+        self.what = what
 
     def _pair(self, order: list[str], pair: int) -> list[Trial]:
         if self.measure_pair is None:
@@ -328,7 +341,54 @@ class PairedComparison:
             states[m.name] = MetricState(m, iv, status)
         return states
 
+    def noise_probe(self) -> noise.Plan:
+        """``probe.pairs`` kept A/A pairs (the baseline arm twice, measured as the gate's pairs, the
+        disturbance policy applied; at most twice as many attempts) and the plan made from them."""
+        spec = self.probe
+        base = self.arms[0]
+        judged = [m for m in self.metrics if m.judged]
+        t0 = self.clock()
+        logs: dict[str, list[float]] = {m.name: [] for m in judged}
+        kept = attempts = discarded = 0
+        why = None
+        while kept < spec.pairs and attempts < 2 * spec.pairs:
+            done = self._pair([base, base], -1 - attempts)
+            attempts += 1
+            why = self.policy.verdict(done)
+            for t in done:
+                t.discarded = why
+                if self.on_trial:
+                    self.on_trial(t)
+            if why:
+                discarded += 1
+                continue
+            kept += 1
+            for m in judged:
+                va, vb = done[0].values.get(m.name), done[1].values.get(m.name)
+                if va and vb and va > 0 and vb > 0:
+                    logs[m.name].append(math.log(vb / va))
+        secs = self.clock() - t0
+        spp = secs / max(1, attempts)
+        readings = [(noise.Reading(m.name, logs[m.name], spp, discarded), m) for m in judged]
+        if kept < 3 or any(len(r.log_ratios) < 3 for r, _ in readings):
+            line = (f"the noise probe kept {kept} of {attempts} A/A pairs of {self.what} (the others were "
+                    f"discarded: {why or 'no usable figures'}): this machine is too disturbed to plan the gate: "
+                    "INCONCLUSIVE without spending its budget")
+            return noise.Plan(True, line, self.budget, math.inf, math.inf, judged[0].name,
+                              [r for r, _ in readings], secs)
+        return noise.plan(readings, spec, self.budget, confidence=self.confidence, what=self.what,
+                          probe_seconds=secs)
+
     def run(self) -> GateDecision:
+        plan = self.noise_probe() if self.probe is not None and self.probe.enabled else None
+        if plan is not None and plan.hopeless:
+            dec = GateDecision("INCONCLUSIVE", plan.line, self.evaluate([]), [], self.arms, 0, 0, 0.0,
+                               plan.probe_seconds, plan.line, self.method, self.confidence, self.look_confidence,
+                               self.budget.looks(), {f"{self.arms[0]} first": 0, f"{self.arms[1]} first": 0},
+                               plan.as_dict())
+            return dec
+        if plan is not None:
+            self.budget = plan.budget
         t0 = self.clock()
         trials: list[Trial] = []
         kept: list[tuple[Trial, Trial]] = []
@@ -386,7 +446,8 @@ class PairedComparison:
         ab = sum(1 for a, b in kept if a.position == 0)
         dec = GateDecision(verdict, "", states, trials, self.arms, len(kept), discarded, traffic,
                            self.clock() - t0, stop, self.method, self.confidence, self.look_confidence,
-                           self.budget.looks(), {f"{self.arms[0]} first": ab, f"{self.arms[1]} first": len(kept) - ab})
+                           self.budget.looks(), {f"{self.arms[0]} first": ab, f"{self.arms[1]} first": len(kept) - ab},
+                           plan.as_dict() if plan else None)
         dec.why = dec.summary()
         return dec
 

@@ -1,0 +1,204 @@
+"""The noise probe: before a paired gate spends its budget, a few A/A pairs
+(the baseline arm against itself: IPv4 against IPv4, the stream without
+the header against itself) measure how much this machine moves the per-pair
+log ratio of the gate's own workload, and the engine plans from it:
+
+* the number of pairs a gate whose candidate sits at the reference needs to
+  clear the threshold (or, the other way, a candidate at twice the margin
+  to fall below it) in ``power`` of its runs, at the per-look confidence of
+  the looks it would plan (``pairs_needed``);
+* a budget of at least the profile's and, when the noise needs more, up to
+  the stated cap (``ProbeSpec.cap_pairs`` / ``cap_seconds``), planned at the
+  high end of the sd's one-sided 80 % bound (five pairs read the sd within
+  about a factor of 1.6 either way: a budget planned on the point estimate
+  left a quarter of synthetic gates at the threshold's noise undecided);
+* or, when even the cap cannot reach the margin with the noise measured (at
+  the low end of its one-sided 90 % confidence bound, so the probe gives up
+  only when an optimistic reading of the machine would not do either), an
+  INCONCLUSIVE at once, with one line that says why:
+  "this machine's noise for the 16 KB stream is ±9.8 % per pair; 2.5 % needs
+  ≈ 272 pairs (354 s), over the cap of 60 pairs (90 s)".
+
+The A/A pairs are measured exactly as the gate's pairs (the same workload,
+interleaving, pinning and disturbance policy); only the arms are the same.
+Pure logic here: the engine (engine.PairedComparison) runs the pairs.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field, replace
+
+from . import stats
+
+#: Wilcoxon's (Hodges-Lehmann) interval is about 1/sqrt(0.955) = 1.023 wider than t's for normal data; 1.05
+#: also covers the exact interval's discreteness at a few dozen pairs (as calibrate.what_would_meet)
+WILCOXON_WIDTH = 1.05
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """What a profile says about its probe (``probe:`` in profiles.yaml)."""
+
+    pairs: int = 5  # A/A pairs measured before the gate (0: no probe)
+    cap_pairs: int = 60  # the most pairs the engine may plan for the gate
+    cap_seconds: float = 90.0  # the most wall-clock seconds the engine may plan for the gate
+    power: float = 0.95  # the share of runs, at the reference or at twice the margin, that should decide
+
+    @property
+    def enabled(self) -> bool:
+        return self.pairs > 0
+
+
+def chi2_ppf(p: float, df: int) -> float:
+    """Quantile of the chi-square distribution (Wilson-Hilferty; within 1 % for df >= 2 at the tails used)."""
+    z = stats.normal_ppf(p)
+    h = 2 / (9 * df)
+    return df * (1 - h + z * math.sqrt(h)) ** 3
+
+
+def sd_bounds(log_ratios: list[float], low: float = 0.90, high: float = 0.80) -> tuple[float, float, float]:
+    """The sample sd of the log ratios, the low end of its one-sided ``low`` confidence bound and the high
+    end of its one-sided ``high`` bound (normal data: (n-1) s^2 / sigma^2 ~ chi-square(n-1))."""
+    n = len(log_ratios)
+    if n < 2:
+        return math.nan, math.nan, math.nan
+    s = statistics.stdev(log_ratios)
+    return s, s * math.sqrt((n - 1) / chi2_ppf(low, n - 1)), s * math.sqrt((n - 1) / chi2_ppf(1 - high, n - 1))
+
+
+def pairs_needed(sd: float, gap: float, *, confidence: float, min_pairs: int, look_every: int,
+                 power: float = 0.95) -> int:
+    """Kept pairs for an interval on the mean log ratio to clear a threshold ``gap`` (in log units) from its
+    centre in ``power`` of runs: n = ((z_look * 1.05 + z_power) * sd / gap)^2, where z_look is the
+    per-look level of the planned looks up to n (Pocock, stats.per_look_confidence), found by iterating."""
+    if sd <= 0 or math.isnan(sd):
+        return min_pairs
+    if gap <= 0:
+        return math.inf
+    z_power = stats.normal_ppf(power)
+    n = min_pairs
+    for _ in range(20):
+        looks = max(1, (n - min_pairs) // max(1, look_every) + 1)
+        conf = stats.per_look_confidence(confidence, looks)
+        z = stats.normal_ppf(1 - (1 - conf) / 2)
+        nxt = max(min_pairs, math.ceil(((z * WILCOXON_WIDTH + z_power) * sd / gap) ** 2))
+        if nxt == n:
+            break
+        n = nxt
+    return n
+
+
+def gap_of(metric) -> float:
+    """Log distance from a candidate at the metric's reference to its threshold (engine.Metric)."""
+    if metric.higher_is_better:
+        return math.log(metric.reference) - math.log(metric.threshold)
+    return math.log(metric.threshold) - math.log(1 / metric.reference)
+
+
+@dataclass
+class Reading:
+    """The probe's A/A pairs for one judged metric."""
+
+    metric: str
+    log_ratios: list[float]
+    seconds_per_pair: float
+    discarded: int = 0
+
+    @property
+    def sd(self) -> float:
+        return sd_bounds(self.log_ratios)[0]
+
+    @property
+    def sd_low(self) -> float:
+        return sd_bounds(self.log_ratios)[1]
+
+    @property
+    def sd_high(self) -> float:
+        return sd_bounds(self.log_ratios)[2]
+
+    def as_dict(self) -> dict:
+        return {"metric": self.metric, "pairs": len(self.log_ratios), "discarded": self.discarded,
+                "log_ratios": [round(x, 6) for x in self.log_ratios], "sd_log": _r(self.sd),
+                "sd_log_low90": _r(self.sd_low), "sd_log_high80": _r(self.sd_high), "per_pair_pct": _r(pct(self.sd)),
+                "seconds_per_pair": round(self.seconds_per_pair, 3)}
+
+
+def pct(sd_log: float) -> float:
+    """A per-pair sd of the log ratio as the +-percent it moves a ratio."""
+    return (math.exp(sd_log) - 1) * 100 if not math.isnan(sd_log) else math.nan
+
+
+@dataclass
+class Plan:
+    """What the probe decided: run with ``budget``, or stop now (``hopeless``) saying ``line``."""
+
+    hopeless: bool
+    line: str
+    budget: object  # engine.Budget
+    needed_pairs: float
+    needed_seconds: float
+    metric: str
+    readings: list[Reading] = field(default_factory=list)
+    probe_seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"hopeless": self.hopeless, "line": self.line, "metric": self.metric,
+                "needed_pairs": None if math.isinf(self.needed_pairs) else self.needed_pairs,
+                "needed_seconds": None if math.isinf(self.needed_seconds) else round(self.needed_seconds, 1),
+                "planned": {"max_pairs": self.budget.max_pairs, "max_seconds": self.budget.max_seconds,
+                            "look_every": self.budget.look_every, "looks": self.budget.looks()},
+                "probe_seconds": round(self.probe_seconds, 2), "readings": [r.as_dict() for r in self.readings]}
+
+
+def plan(readings: list[tuple[Reading, object]], spec: ProbeSpec, budget, *, confidence: float, what: str,
+         probe_seconds: float = 0.0) -> Plan:
+    """The budget for the gate from the probe's readings (each with its engine.Metric), or a hopeless plan.
+
+    Per judged metric: the pairs needed at the measured sd (what the line says), at the high end of its
+    80 % bound (the plan) and at the low end of its 90 % bound (the give-up test); the metric needing the
+    most decides.  The planned budget is at least the profile's, at most the cap; the seconds follow from
+    the probe's seconds per pair."""
+    worst = None
+    for rd, metric in readings:
+        gap = gap_of(metric)
+        kw = dict(confidence=confidence, min_pairs=budget.min_pairs, look_every=budget.look_every, power=spec.power)
+        n = pairs_needed(rd.sd, gap, **kw)
+        n_low = pairs_needed(rd.sd_low, gap, **kw)
+        n_high = pairs_needed(rd.sd_high, gap, **kw)
+        if worst is None or n > worst[1]:
+            worst = (rd, n, n_low, n_high, metric)
+    rd, n, n_low, n_high, metric = worst
+    spp = max(rd.seconds_per_pair, 1e-3)
+    margin = f"{metric.margin * 100:g} %"
+    noise = f"this machine's noise for {what} is ±{pct(rd.sd):.1f} % per pair ({metric.name}, {len(rd.log_ratios)} A/A pairs)"
+    cap = f"the cap of {spec.cap_pairs} pairs ({spec.cap_seconds:g} s)"
+    if n_low > spec.cap_pairs or n_low * spp > spec.cap_seconds:
+        low = "" if n_low == n else f"; at least {_n(n_low)} even at the low end of the noise's 90 % bound"
+        line = (f"{noise}; {margin} needs ≈ {_n(n)} pairs ({_s(n * spp)}{low}), over {cap}: "
+                f"INCONCLUSIVE without spending it")
+        return Plan(True, line, budget, n, n * spp, metric.name, [r for r, _ in readings], probe_seconds)
+    want = n_high
+    blocks = math.ceil(max(0, want - budget.min_pairs) / max(1, budget.look_every))
+    want = budget.min_pairs + blocks * max(1, budget.look_every)
+    pairs = min(spec.cap_pairs, max(budget.max_pairs, want))
+    seconds = min(spec.cap_seconds, max(budget.max_seconds, pairs * spp * 1.1))
+    new = replace(budget, max_pairs=pairs, max_seconds=seconds)
+    grown = "" if new == budget else f"; budget raised to {pairs} pairs / {seconds:.0f} s (cap {spec.cap_pairs} / {spec.cap_seconds:g})"
+    line = f"{noise}; {margin} needs ≈ {_n(n)} pairs ({_s(n * spp)}){grown}"
+    return Plan(False, line, new, n, n * spp, metric.name, [r for r, _ in readings], probe_seconds)
+
+
+def _n(n: float) -> str:
+    return "more than 10^6" if math.isinf(n) or n > 1e6 else f"{n:,}"
+
+
+def _s(secs: float) -> str:
+    if math.isinf(secs) or secs > 1e6:
+        return "forever"
+    return f"{secs:.0f} s" if secs < 600 else f"{secs / 60:.0f} min"
+
+
+def _r(x: float):
+    return None if x is None or math.isnan(x) or math.isinf(x) else round(x, 5)

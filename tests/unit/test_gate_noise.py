@@ -1,0 +1,100 @@
+"""The noise probe (gates/noise.py and the engine's use of it) on synthetic
+samples: a quiet machine keeps the profile's budget, a noisier one gets a
+larger budget up to the cap, a machine too noisy for the margin ends
+INCONCLUSIVE at once with one line and without spending the budget, and a
+disturbed one says so."""
+
+import math
+import random
+
+import pytest
+from test_gate_engine import FakeClock, quiet_monitor, synthetic
+
+from v6gate.gates import noise
+from v6gate.gates.engine import Budget, DisturbancePolicy, Metric, PairedComparison
+
+STREAM = Metric("throughput", "MB/s", True, 0.025)
+SPEC = noise.ProbeSpec(pairs=5, cap_pairs=60, cap_seconds=90)
+BUDGET = Budget(6, 30, 90, 10)
+
+
+def probed(ratio, sd, seed=1, spec=SPEC, budget=BUDGET, per_trial_s=0.65, policy=None, steal_at=()):
+    clock = FakeClock()
+    measure, order = synthetic(ratio, sd / math.sqrt(2), seed, clock, "throughput", per_trial_s)
+    pc = PairedComparison(arms=("v4", "v6"), metrics=[STREAM], measure=measure, budget=budget, policy=policy or DisturbancePolicy(),
+                          rng=random.Random(seed), monitor=quiet_monitor(clock, steal_at), clock=clock,
+                          probe=spec, what="the 16 KB stream")
+    return pc.run(), order, clock
+
+
+def test_chi2_quantiles_match_tables():
+    # chi-square(4): 0.10 -> 1.064, 0.90 -> 7.779; chi-square(9): 0.90 -> 14.684 (tables)
+    assert noise.chi2_ppf(0.90, 4) == pytest.approx(7.779, rel=0.01)
+    assert noise.chi2_ppf(0.10, 4) == pytest.approx(1.064, rel=0.03)
+    assert noise.chi2_ppf(0.90, 9) == pytest.approx(14.684, rel=0.01)
+
+
+def test_pairs_needed_grows_with_the_square_of_the_noise_and_counts_the_looks():
+    kw = dict(confidence=0.95, min_pairs=6, look_every=2)
+    gap = -math.log(1 - 0.025)
+    n1 = noise.pairs_needed(0.024, gap, **kw)
+    n2 = noise.pairs_needed(0.048, gap, **kw)
+    assert 12 <= n1 <= 25
+    assert 3.5 * n1 <= n2 <= 4.6 * n1  # ~4x, a little more for the extra looks' stricter level
+    assert noise.pairs_needed(0.0, gap, **kw) == 6
+    assert noise.pairs_needed(0.001, gap, **kw) == 6
+
+
+def test_quiet_machine_keeps_its_budget_and_decides():
+    dec, order, _ = probed(1.0, 0.02)
+    assert dec.verdict == "PASS", dec.why
+    assert dec.probe and not dec.probe["hopeless"]
+    assert dec.probe["planned"]["max_pairs"] == BUDGET.max_pairs  # never less than the profile's
+    assert order[:10] == ["v4"] * 10  # the probe's A/A pairs come first, the baseline arm twice
+    assert "noise probe: this machine's noise for the 16 KB stream is ±" in dec.why
+
+
+def test_noisier_machine_gets_a_larger_budget_up_to_the_cap():
+    dec, _, _ = probed(1.0, 0.045, seed=3)
+    p = dec.probe
+    assert not p["hopeless"]
+    assert BUDGET.max_pairs < p["planned"]["max_pairs"] <= SPEC.cap_pairs
+    assert "budget raised to" in p["line"]
+    assert dec.looks == Budget(6, p["planned"]["max_pairs"], 90, 10).looks()
+
+
+def test_too_noisy_ends_inconclusive_at_once_with_one_line():
+    dec, order, clock = probed(0.90, 0.14, seed=5)  # even a real 10 % handicap is not judged: no budget spent
+    assert dec.verdict == "INCONCLUSIVE"
+    assert len(order) == 10 and set(order) == {"v4"}  # only the 5 A/A pairs ran
+    assert clock.t < 10  # decided within 10 s (0.65 s trials)
+    line = dec.why
+    assert "\n" not in line
+    assert line.startswith("this machine's noise for the 16 KB stream is ±")
+    assert "2.5 % needs ≈" in line and "over the cap of 60 pairs (90 s)" in line
+    assert dec.kept_pairs == 0 and not dec.trials
+    assert dec.as_dict()["probe"]["readings"][0]["pairs"] == 5
+
+
+def test_give_up_is_conservative_at_the_cap():
+    """At a true noise that the cap can just resolve, the probe gives up in well under 1 run in 5
+    (it gives up on the low end of the sd's 90 % bound)."""
+    gap = -math.log(1 - 0.025)
+    kw = dict(confidence=0.95, min_pairs=6, look_every=2)
+    sd = 0.030
+    assert noise.pairs_needed(sd, gap, **kw) <= 60
+    gave_up = sum(probed(1.0, sd, seed=s)[0].verdict == "INCONCLUSIVE" and probed(1.0, sd, seed=s)[0].kept_pairs == 0
+                  for s in range(60))
+    assert gave_up <= 3
+
+
+def test_disturbed_probe_says_so():
+    dec, _, _ = probed(1.0, 0.02, steal_at=range(0, 40))
+    assert dec.verdict == "INCONCLUSIVE"
+    assert "too disturbed" in dec.why and "steal" in dec.why
+
+
+def test_no_probe_is_the_engine_as_before():
+    dec, order, _ = probed(1.0, 0.02, spec=noise.ProbeSpec(pairs=0))
+    assert dec.probe is None
+    assert set(order[:2]) == {"v4", "v6"}
