@@ -81,6 +81,10 @@ BASE = {"workload": "iperf3", "compare": "family", "metrics": ["throughput"], "p
     ({"disturbance": {"max_steel": 1}}, "disturbance: unknown ['max_steel']"),
     ({"reference": "mss"}, "reference: 'mss'"),
     ({"compare": "offload", "family": "v6", "reference": "header_overhead"}, "on a family comparison only"),
+    ({"probe": {"pairs": 2}}, "probe.pairs: 2 A/A pairs give no spread"),
+    ({"probe": {"pairs": 5, "cap_pairs": 10}}, "the cap (10 pairs"),
+    ({"probe": {"pairs": 5, "colour": 1}}, "probe: unknown ['colour']"),
+    ({"probe": {"pairs": "five"}}, "probe.pairs: 'five' is not an integer"),
 ])
 def test_bad_profile_data_gets_a_one_line_error(tmp_path, change, needle):
     path = _write(tmp_path, {"gates": {"g": {**BASE, **change}}})
@@ -183,3 +187,14 @@ def test_calibration_summary_and_what_would_meet():
     assert w["A/A PASS"]["pairs_needed"] >= 6 and w["handicap FAIL"]["pairs_needed"] >= 6
     assert what_would_meet([0.9, 0.91, 0.92], [0.9, 0.91, 0.92], 0.03)["A/A PASS"]["pairs_needed"] is None
     assert not math.isnan(s["pair_ratio"]["A/A"]["sd_log"])
+
+
+def test_probe_settings_merge_and_stay_off_where_there_is_no_a_a_pair(tmp_path):
+    doc = {"defaults": {"probe": {"pairs": 5}},
+           "gates": {"g": {**BASE, "probe": {"cap_pairs": 40, "what": "the stream"}},
+                     "t": {"workload": "ns_to_na", "compare": "target", "metrics": ["time"], "target": 10}}}
+    got = P.load_profiles(_write(tmp_path, doc))
+    g = got["g"]["-"]
+    assert (g.probe.pairs, g.probe.cap_pairs, g.probe_what) == (5, 40, "the stream")
+    assert g.as_dict()["probe"]["cap_pairs"] == 40
+    assert not got["t"]["-"].probe.enabled  # a target gate has no A/A pair

@@ -292,6 +292,55 @@ def nfs_offload_on_is_not_worse_than_off(t: CheckContext):
     return run_gate(t)
 
 
+@check(
+    title="Redirect: the DUT switches to the better first hop within the target",
+    rfc="RFC 4861 §8.3 (Redirect processing: the Destination Cache updated on receipt), §4.5",
+    expect="median time from a valid Redirect (target TR2, with its link-layer address) to the DUT's first packet "
+           "to TR2 within the target",
+    fault="dut_ignores_redirects",
+    parts=_parts("redirect_switch"),
+    **{**GATE, "needs": ["exclusive_router"], "liveness": "echo", "scope": "host"},
+)
+def redirect_switches_first_hop_within_target(t: CheckContext):
+    """A host that receives a valid Redirect updates its Destination Cache
+    so that subsequent traffic to the destination goes to the target
+    (RFC 4861 §8.3): following a Redirect costs the host nothing only if it
+    switches at its next packet, not after a timer."""
+    return run_gate(t)
+
+
+@check(
+    title="Neighbour churn: the DUT answers many new neighbours at once within the target",
+    rfc="RFC 4861 §7.2.2 (packets queued while resolving), §7.2.4; RFC 4861 §7.3.2 (an entry per neighbour)",
+    expect="median time for the DUT to resolve and answer 32 new on-link correspondents at once within the target",
+    fault="dut_resolves_ten_neighbours_a_second",
+    parts=_parts("nd_churn"),
+    **{**GATE, "liveness": "echo"},
+)
+def neighbour_churn_within_target(t: CheckContext):
+    """A server on a busy link meets new neighbours all the time: each
+    first packet to one waits for address resolution (RFC 4861 §7.2.2),
+    so the rate at which a stack resolves many neighbours at once is the
+    price of ND in a churning network (ARP's on IPv4)."""
+    return run_gate(t)
+
+
+@check(
+    title="MLD: the DUT reports a group it joins within the target",
+    rfc="RFC 3810 §6.1 (State Change Report sent immediately on a change of state), RFC 2710 §4; RFC 4541 §2.1.1",
+    expect="median time from the DUT joining a fresh group to its first Report naming the group within the target",
+    fault="dut_sends_no_mld_reports_on_join",
+    parts=_parts("mld_join"),
+    **{**GATE, "capabilities": ["MLDv2"], "liveness": "echo", "scope": "host"},
+)
+def mld_join_is_reported_within_target(t: CheckContext):
+    """'When the state of an interface changes ... the node immediately
+    transmits a State Change Report' (RFC 3810 §6.1): the time from a join
+    to that Report is the DUT's share of the time from a join to the
+    group's traffic, since switches and routers forward it only then."""
+    return run_gate(t)
+
+
 #: the lab fault under which each Happy Eyeballs part must FAIL (the same client, configured badly)
 HE_FAULTS = {"healthy": "dut_prefers_ipv4_for_connections", "ipv6_blackhole": "dut_waits_for_the_tcp_timeout",
              "ipv6_slow": "dut_waits_for_the_tcp_timeout", "aaaa_delayed": "dut_waits_for_both_answers"}

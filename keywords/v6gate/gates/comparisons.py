@@ -39,7 +39,8 @@ def _paired(t, prof: GateProfile, wl: Workload) -> Outcome:
             dec = PairedComparison(arms=prof.arms, metrics=prof.metrics, measure=measure, budget=prof.budget,
                                    policy=prof.disturbance, method=prof.method, confidence=prof.confidence,
                                    rng=random.Random(), on_trial=lambda tr: note_trial(t, tr),
-                                   measure_pair=pair_of(prof, bench, wl)).run()
+                                   measure_pair=pair_of(prof, bench, wl), probe=prof.probe,
+                                   what=prof.probe_what).run()
         finally:
             cleanup()
     return outcome(t, prof, dec)

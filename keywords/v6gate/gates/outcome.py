@@ -14,7 +14,8 @@ FAMILY_NAME = {"v4": "IPv4", "v6": "IPv6"}
 def note_trial(t, tr) -> None:
     vals = ", ".join(f"{k} {v:.4g}" for k, v in tr.values.items())
     extra = f" DISCARDED: {tr.discarded}" if tr.discarded else ""
-    t.note(f"pair {tr.pair} {tr.arm}: {vals}{extra}")
+    which = f"noise probe A/A pair {-tr.pair}" if tr.pair < 0 else f"pair {tr.pair}"
+    t.note(f"{which} {tr.arm}: {vals}{extra}")
 
 
 def arm_label(prof: GateProfile, arm: str) -> str:

@@ -21,6 +21,7 @@ from ..errors import UsageError
 from ..paths import FIXTURES
 from . import stats
 from .engine import Budget, DisturbancePolicy, Metric
+from .noise import ProbeSpec
 from .registry import comparison, workloads
 
 GATES_DIR = FIXTURES / "gates"
@@ -35,12 +36,14 @@ def tcp_payload_ratio(mtu: int) -> float:
 
 FIELDS = {"title", "description", "workload", "compare", "params", "metrics", "margin", "confidence", "method",
           "trial_s", "warmup_s", "budget", "disturbance", "mtu", "target", "quantile", "profile", "family",
-          "pin", "variants", "report", "reference", "areas"}
+          "pin", "variants", "report", "reference", "areas", "probe"}
 BUDGET_FIELDS = {"min_pairs", "max_pairs", "max_seconds", "max_discarded", "look_every"}
 #: what a paired gate reports next to what it judges, when its profile names no ``report`` list: the rate
 #: and the cost of the same trials, so a reader sees both (issue 17)
 RATE_AND_COST = ("throughput", "transactions", "cpu_per_unit")
 DIST_FIELDS = {"max_steal_fraction", "max_steal_gap", "max_foreign_gap", "enabled"}
+PROBE_FIELDS = {"pairs", "cap_pairs", "cap_seconds", "what"}
+NO_PROBE = ProbeSpec(pairs=0)
 
 
 @dataclass
@@ -66,6 +69,8 @@ class GateProfile:
     family: str | None = None
     pin: bool = False
     areas: tuple[str, ...] = ()  # the conformance areas the gate goes with (pairings.yaml says why)
+    probe: ProbeSpec = NO_PROBE  # the noise probe before a paired gate (gates/noise.py)
+    probe_what: str = ""  # the workload as the probe's line names it ("the 16 KB stream")
     raw: dict = field(default_factory=dict)
 
     @property
@@ -84,7 +89,8 @@ class GateProfile:
                 "method": self.method, "trial_s": self.trial_s, "warmup_s": self.warmup_s,
                 "budget": self.budget.__dict__, "disturbance": self.disturbance.__dict__, "mtu": self.mtu,
                 "profile": self.profile, "family": self.family, "pin": self.pin,
-                "reference": self.metrics[0].reference if self.metrics else 1.0}
+                "reference": self.metrics[0].reference if self.metrics else 1.0,
+                "probe": {**self.probe.__dict__, "what": self.probe_what}}
 
 
 def _bad(path, where, problem, fix) -> UsageError:
@@ -103,7 +109,7 @@ def _num(path, where, v, lo, hi, kind=float):
 def _merge(base: dict, over: dict) -> dict:
     out = copy.deepcopy(base)
     for k, v in (over or {}).items():
-        if k in ("params", "budget", "disturbance") and isinstance(v, dict):
+        if k in ("params", "budget", "disturbance", "probe") and isinstance(v, dict):
             out[k] = {**out.get(k, {}), **v}
         elif k == "areas" and isinstance(v, list) and isinstance(out.get(k), list):
             out[k] = [*out[k], *(a for a in v if a not in out[k])]  # a variant pairs with more areas
@@ -189,6 +195,25 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
     if method == "wilcoxon" and c.judges_metrics and stats._signed_rank_k(budget.max_pairs, 1 - confidence)[0] == 0:
         raise _bad(path, f"{where}.budget.max_pairs", f"{budget.max_pairs} pairs can never reach {confidence:g} "
                    "with the Wilcoxon interval", "allow at least 6 pairs (95 %) or lower the confidence")
+    pr = dict(spec.get("probe") or {})
+    if set(pr) - PROBE_FIELDS:
+        raise _bad(path, f"{where}.probe", f"unknown {sorted(set(pr) - PROBE_FIELDS)}", f"use {sorted(PROBE_FIELDS)}")
+    probe = ProbeSpec(pairs=_num(path, f"{where}.probe.pairs", pr.get("pairs", 0), 0, 100, int),
+                      cap_pairs=_num(path, f"{where}.probe.cap_pairs", pr.get("cap_pairs", budget.max_pairs), 2, 10000,
+                                     int),
+                      cap_seconds=_num(path, f"{where}.probe.cap_seconds", pr.get("cap_seconds", budget.max_seconds),
+                                       1, 86400))
+    if probe.pairs and not c.paired:
+        probe = NO_PROBE  # defaults may switch it on; a target or facts comparison has no A/A pair
+    if 0 < probe.pairs < 3:
+        raise _bad(path, f"{where}.probe.pairs", f"{probe.pairs} A/A pairs give no spread", "write 0 (off) or 3..100")
+    if probe.pairs and (probe.cap_pairs < budget.max_pairs or probe.cap_seconds < budget.max_seconds):
+        raise _bad(path, f"{where}.probe", f"the cap ({probe.cap_pairs} pairs, {probe.cap_seconds:g} s) is below the "
+                   f"budget ({budget.max_pairs} pairs, {budget.max_seconds:g} s)",
+                   "make cap_pairs / cap_seconds at least budget.max_pairs / max_seconds")
+    what = pr.get("what", f"the {spec.get('title', gate)}")
+    if not isinstance(what, str) or not what or len(what) > 80:
+        raise _bad(path, f"{where}.probe.what", f"{what!r}", "write a short name of the workload (a string)")
     d = dict(spec.get("disturbance") or {})
     if set(d) - DIST_FIELDS:
         raise _bad(path, f"{where}.disturbance", f"unknown {sorted(set(d) - DIST_FIELDS)}", f"use {sorted(DIST_FIELDS)}")
@@ -231,7 +256,7 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
         trial_s=trial_s,
         warmup_s=_num(path, f"{where}.warmup_s", spec.get("warmup_s", 0.2), 0, 60), budget=budget,
         disturbance=policy, mtu=mtu, profile=profile, family=family, pin=bool(spec.get("pin", False)),
-        areas=tuple(areas), raw=spec)
+        areas=tuple(areas), probe=probe, probe_what=what, raw=spec)
 
 
 def load_profiles(path: Path | str = PROFILES_FILE) -> dict[str, dict[str, GateProfile]]:
