@@ -80,7 +80,7 @@ BASE = {"workload": "iperf3", "compare": "family", "metrics": ["throughput"], "p
     ({"profile": "nightly"}, "'nightly' is not a run profile"),
     ({"disturbance": {"max_steel": 1}}, "disturbance: unknown ['max_steel']"),
     ({"reference": "mss"}, "reference: 'mss'"),
-    ({"compare": "offload", "family": "v6", "reference": "header_overhead"}, "on a family comparison only"),
+    ({"compare": "offload", "family": "v6", "reference": "header_overhead"}, "on a family or exthdr comparison only"),
     ({"probe": {"pairs": 2}}, "probe.pairs: 2 A/A pairs give no spread"),
     ({"probe": {"pairs": 5, "cap_pairs": 10}}, "the cap (10 pairs"),
     ({"probe": {"pairs": 5, "colour": 1}}, "probe: unknown ['colour']"),

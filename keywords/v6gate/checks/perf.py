@@ -182,6 +182,40 @@ def destination_options_header_costs_within_margin(t: CheckContext):
 
 
 @check(
+    title="A Hop-by-Hop Options header costs no more than the margin",
+    rfc="RFC 8200 §4.3 (Hop-by-Hop Options header), §4 (processed by the destination); RFC 9098",
+    expect="stream throughput with an 8-byte Hop-by-Hop Options header at least (1 - margin) x without, beyond "
+           "the bytes the header takes",
+    fault="dut_slows_hop_by_hop_options",
+    parts=_parts("hopopts"),
+    **FAMILY,
+)
+def hop_by_hop_options_header_costs_within_margin(t: CheckContext):
+    """Extension-header cost for the header every node may look at: the
+    same IPv6 stream with and without a Hop-by-Hop Options header (one PadN
+    option) on every data packet.  RFC 9098 reports such packets falling to
+    a slow path; a host must not."""
+    return run_gate(t)
+
+
+@check(
+    title="Fragmented UDP: IPv6 transactions not below IPv4",
+    rfc="RFC 8200 §4.5 (Fragment header: fragmentation at the source, reassembly at the destination); "
+        "RFC 791 §3.2 (IPv4 fragmentation)",
+    expect="IPv6/IPv4 ratio of UDP request/response transactions/s with 8000-byte datagrams (6 fragments each way "
+           "at MTU 1500) within the margin",
+    fault="dut_slows_ipv6_fragments",
+    parts=_parts("fragments"),
+    **FAMILY,
+)
+def ipv6_fragment_reassembly_is_not_slower_than_ipv4(t: CheckContext):
+    """Fragmentation and reassembly cost: a DUT answering UDP datagrams
+    larger than the MTU reassembles each request and fragments each answer;
+    over IPv6 that may not cost more than over IPv4 beyond the margin."""
+    return run_gate(t)
+
+
+@check(
     title="RA to a usable SLAAC address within the target",
     rfc="RFC 4862 §5.5.3, §5.4 (address formation and DAD); RFC 4861 §10 (RetransTimer)",
     expect="median time from a Router Advertisement with a new prefix to an answer from the new address "

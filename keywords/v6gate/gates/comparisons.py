@@ -3,7 +3,8 @@
 is decided.
 
 * paired (``family``: IPv4 vs IPv6; ``offload``: off vs on, in one family;
-  ``dstopts``: an IPv6 stream without vs with a Destination Options header):
+  ``exthdr``: an IPv6 stream without vs with an extension header, Destination
+  Options or Hop-by-Hop Options, ``params.header``):
   interleaved trials of the two arms, the per-pair ratio judged on a
   confidence interval (engine.PairedComparison);
 * ``target``: one arm's trials against a stated target (control-plane
@@ -57,11 +58,16 @@ def _family_measure(t, prof: GateProfile, bench: Bench, wl: Workload):
     return (lambda arm: wl.trial(bench, prof, arm, baseline=arm == "v4")), lambda: None
 
 
-def _dstopts_measure(t, prof: GateProfile, bench: Bench, wl: Workload):
-    size = int(prof.params.get("dstopts", 8))
+def exthdr_of(prof: GateProfile) -> str:
+    """The with-arm's extension header (``params.header``: dstopts or hopopts)."""
+    return str(prof.params.get("header", "dstopts"))
+
+
+def _exthdr_measure(t, prof: GateProfile, bench: Bench, wl: Workload):
+    header = exthdr_of(prof)
 
     def m(arm: str) -> Measure:
-        return wl.trial(bench, prof, prof.family or "v6", dstopts=size if arm == "with" else 0,
+        return wl.trial(bench, prof, prof.family or "v6", header=header if arm == "with" else None,
                         baseline=arm == "without")
 
     return m, lambda: None
@@ -96,7 +102,7 @@ _PAIRED = {c.name: register_comparison(c) for c in (
                measure=_family_measure),
     Comparison("offload", _paired, arms=("off", "on"), needs_family=True, families=_one_family,
                measure=_offload_measure),
-    Comparison("dstopts", _paired, arms=("without", "with"), families=_one_family, measure=_dstopts_measure),
+    Comparison("exthdr", _paired, arms=("without", "with"), families=_one_family, measure=_exthdr_measure),
 )}
 
 

@@ -376,8 +376,21 @@ class PairedComparison:
                     "INCONCLUSIVE without spending its budget")
             return noise.Plan(True, line, self.budget, math.inf, math.inf, judged[0].name,
                               [r for r, _ in readings], secs)
-        return noise.plan(readings, spec, self.budget, confidence=self.confidence, what=self.what,
+        plan = noise.plan(readings, spec, self.budget, confidence=self.confidence, what=self.what,
                           probe_seconds=secs)
+        if plan.hopeless:  # one look at the real arms: a gross difference is judged even on a noisy machine
+            done = self._pair(list(self.arms), -1 - attempts)
+            for t in done:
+                if self.on_trial:
+                    self.on_trial(t)
+            looks = {}
+            for m in judged:
+                va, vb = done[0].values.get(m.name), done[1].values.get(m.name)
+                if va and vb and va > 0 and vb > 0:
+                    looks[m.name] = math.log(vb / va)
+            plan = noise.gross(plan, looks, judged, spec, self.budget, confidence=self.confidence)
+            plan.probe_seconds = self.clock() - t0
+        return plan
 
     def run(self) -> GateDecision:
         plan = self.noise_probe() if self.probe is not None and self.probe.enabled else None

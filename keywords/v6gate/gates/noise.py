@@ -37,6 +37,10 @@ from . import stats
 WILCOXON_WIDTH = 1.05
 
 
+#: a look at the candidate beyond the threshold by more than this many A/A sds is a gross difference
+GROSS_SDS = 4.0
+
+
 @dataclass(frozen=True)
 class ProbeSpec:
     """What a profile says about its probe (``probe:`` in profiles.yaml)."""
@@ -202,3 +206,37 @@ def _s(secs: float) -> str:
 
 def _r(x: float):
     return None if x is None or math.isnan(x) or math.isinf(x) else round(x, 5)
+
+
+def gross(plan: Plan, looks: dict[str, float], metrics: list, spec: ProbeSpec, budget, *,
+          confidence: float) -> Plan:
+    """A hopeless ``plan`` reconsidered after one pair of the real arms (``looks``: metric -> its log ratio):
+    when some judged metric is beyond its threshold by more than GROSS_SDS of its A/A sd, the gate goes on,
+    planned to resolve half that distance (up to the cap); otherwise the plan stays hopeless."""
+    readings = {r.metric: r for r in plan.readings}
+    for m in metrics:
+        d, rd = looks.get(m.name), readings.get(m.name)
+        if d is None or rd is None or math.isnan(rd.sd):
+            continue
+        thr = math.log(m.threshold)
+        beyond = (thr - d) if m.higher_is_better else (d - thr)
+        if beyond <= GROSS_SDS * rd.sd:
+            continue
+        n = pairs_needed(rd.sd_high, beyond / 2, confidence=confidence, min_pairs=budget.min_pairs,
+                         look_every=budget.look_every, power=spec.power)
+        spp = max(rd.seconds_per_pair, 1e-3)
+        if n > spec.cap_pairs or n * spp > spec.cap_seconds:
+            continue
+        pairs = max(budget.max_pairs, min(spec.cap_pairs, n))
+        new = replace(budget, max_pairs=pairs, max_seconds=min(spec.cap_seconds, max(budget.max_seconds, pairs * spp * 1.1)))
+        line = (f"{plan.line.split(': INCONCLUSIVE')[0]}; but one pair of the real arms gives {m.name} "
+                f"{math.exp(d):.3f} x, {beyond / rd.sd:.0f} A/A sds beyond the threshold {m.threshold:.3f}: a gross "
+                f"difference, judged in up to {pairs} pairs")
+        return Plan(False, line, new, plan.needed_pairs, plan.needed_seconds, plan.metric, plan.readings,
+                    plan.probe_seconds)
+    first = {m.name: looks.get(m.name) for m in metrics if looks.get(m.name) is not None}
+    look = ", ".join(f"{k} {math.exp(v):.3f} x" for k, v in first.items())
+    line = plan.line.replace(": INCONCLUSIVE without spending it",
+                             f" (one pair of the real arms: {look or 'no figure'}, no gross difference): "
+                             "INCONCLUSIVE without spending it")
+    return replace(plan, line=line)

@@ -28,6 +28,10 @@ GATES_DIR = FIXTURES / "gates"
 PROFILES_FILE = GATES_DIR / "profiles.yaml"
 PAIRINGS_FILE = GATES_DIR / "pairings.yaml"
 
+#: the extension header the lab DUT's loadgen server puts on an exthdr gate's with-arm (lab/services/perf.py)
+EXTHDR_BYTES = 8
+
+
 def tcp_payload_ratio(mtu: int) -> float:
     """IPv6/IPv4 TCP payload per full-size segment at link MTU ``mtu``: 40 vs 20 bytes of IP header,
     20 of TCP header and 12 of timestamps (RFC 7323, on by default in the stacks measured)."""
@@ -243,12 +247,17 @@ def _build(path, gate: str, variant: str, spec: dict) -> GateProfile:
     if reference is not None:
         if reference != "header_overhead":
             raise _bad(path, f"{where}.reference", f"{reference!r}", "use header_overhead (or leave it out)")
-        if not c.arms_are_families:
-            raise _bad(path, f"{where}.reference", "header_overhead is the IPv6/IPv4 payload per segment",
-                       "use it on a family comparison only")
-        r = tcp_payload_ratio(mtu)
-        why = (f"IPv6's header is 20 bytes longer, so a TCP segment at MTU {mtu} carries {mtu - 72} payload bytes "
-               f"vs IPv4's {mtu - 52} (timestamps on)")
+        if not c.arms_are_families and compare != "exthdr":
+            raise _bad(path, f"{where}.reference", "header_overhead is the payload per segment of IPv6 against IPv4, "
+                       "or with an extension header against without", "use it on a family or exthdr comparison only")
+        if compare == "exthdr":
+            r = (mtu - 72 - EXTHDR_BYTES) / (mtu - 72)
+            why = (f"the {EXTHDR_BYTES}-byte header takes that much of every segment, so a TCP segment at MTU {mtu} "
+                   f"carries {mtu - 72 - EXTHDR_BYTES} payload bytes vs {mtu - 72} without (timestamps on)")
+        else:
+            r = tcp_payload_ratio(mtu)
+            why = (f"IPv6's header is 20 bytes longer, so a TCP segment at MTU {mtu} carries {mtu - 72} payload "
+                   f"bytes vs IPv4's {mtu - 52} (timestamps on)")
         metrics = [replace(m, reference=r, reference_why=why) for m in metrics]
     return GateProfile(
         gate=gate, variant=variant, title=str(spec.get("title", "")), description=str(spec.get("description", "")),

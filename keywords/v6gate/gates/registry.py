@@ -31,7 +31,7 @@ class Workload:
 
     ``trial(bench, prof, family, *, baseline, **arm)`` runs one trial of one
     arm of a paired comparison (``arm`` as the comparison gives it, e.g.
-    ``dstopts=8``) and returns an ``engine.Measure``; ``alternate(bench,
+    ``header="dstopts"``) and returns an ``engine.Measure``; ``alternate(bench,
     prof, order)`` runs both arms in one finely alternated trial (profile
     ``params.interleave: slices``); ``sample(t, prof, i)`` is one trial of a
     target comparison, measured on the tester's wire; ``judge(facts, prof)``

@@ -6,7 +6,10 @@
  *
  *   v6gate-loadgen server PORT [DSTOPTS]
  *       listens on [::]:PORT (IPv4 and IPv6), one thread per connection (and, with
- *       DSTOPTS, on [::]:PORT+1 for IPv6 with a Destination Options header).  Each
+ *       DSTOPTS, on [::]:PORT+1 for IPv6 with a Destination Options header and on
+ *       [::]:PORT+2 for IPv6 with a Hop-by-Hop Options header of the same size); and
+ *       echoes UDP datagrams on [::]:PORT (IPv4 and IPv6: each datagram sent back as
+ *       it came, for alternate's urr mode).  Each
  *       connection starts with a 20-byte hello: "V6G2", request size, response
  *       size, Destination Options header length, bytes per send() of a response
  *       (0: 256 KiB) (all 32-bit, network order); then: read REQ bytes, write
@@ -19,7 +22,7 @@
  *       response).  Prints one JSON object: transactions and bytes counted
  *       after WARMUP seconds, the measured seconds, and this process's CPU time
  *       (getrusage) for the measured window.
- *   v6gate-loadgen alternate HOST_A PORT_A HOST_B PORT_B rr|str REQ RESP SECONDS SLICE [WARMUP [SOCKBUF [CHUNK]]]
+ *   v6gate-loadgen alternate HOST_A PORT_A HOST_B PORT_B rr|str|urr REQ RESP SECONDS SLICE [WARMUP [SOCKBUF [CHUNK]]]
  *       one thread, one connection to each of A and B (e.g. the DUT's IPv4 and IPv6 address, or its
  *       plain and Destination Options ports), kept open for the whole trial; back-to-back
  *       transactions on A for SLICE seconds, then on B, in ABBA order (slice k runs A then B when k is
@@ -27,11 +30,15 @@
  *       object: per arm transactions, bytes, seconds spent on it, mean latency and this thread's CPU
  *       time (RUSAGE_THREAD) while on it, plus the number of slices.  CHUNK: bytes per send() of a
  *       request and of a response (a stream of CHUNK-byte messages: str for a download, rr with a
- *       large REQ and a 1-byte RESP for an upload).
+ *       large REQ and a 1-byte RESP for an upload).  urr: UDP request/response on a socket
+ *       per arm to the server's UDP echo, one datagram of REQ bytes each way (RESP must equal
+ *       REQ; above the path MTU both ends fragment and reassemble every datagram); a datagram
+ *       lost, or late by more than 20 ms, is counted in "lost" and the request sent again.
  *   DSTOPTS (8..256, a multiple of 8): the client talks to PORT+1, where the
  *   server sends its responses with an IPv6 Destination Options header of that
  *   many bytes (one PadN option), set with IPV6_DSTOPTS on the listening socket
- *   (needs CAP_NET_RAW).
+ *   (needs CAP_NET_RAW); PORT+2 sends them with a Hop-by-Hop Options header of
+ *   that many bytes (IPV6_HOPOPTS; a client reaches it by naming the port).
  *
  * Built on first use by v6gate (net/loadgen.py) with the system C compiler.
  */
@@ -119,7 +126,8 @@ done:
     return NULL;
 }
 
-static int listener(int port, size_t dstopts) {
+/* optname: 0 (no extension header), IPV6_DSTOPTS or IPV6_HOPOPTS, with a header of `dstopts` bytes */
+static int listener(int port, size_t dstopts, int optname) {
     int s = socket(AF_INET6, SOCK_STREAM, 0), zero = 0, one = 1;
     if (s < 0) { perror("socket"); return -1; }
     setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, dstopts ? &one : &zero, sizeof zero);
@@ -133,7 +141,10 @@ static int listener(int port, size_t dstopts) {
         opt[1] = (unsigned char)(dstopts / 8 - 1); /* Hdr Ext Len, in 8-octet units beyond the first */
         opt[2] = 1;                                 /* PadN ... */
         opt[3] = (unsigned char)(dstopts - 4);      /* ... filling the rest of the header */
-        if (setsockopt(s, IPPROTO_IPV6, IPV6_DSTOPTS, opt, dstopts) < 0) { perror("IPV6_DSTOPTS"); return -1; }
+        if (setsockopt(s, IPPROTO_IPV6, optname, opt, dstopts) < 0) {
+            perror(optname == IPV6_HOPOPTS ? "IPV6_HOPOPTS" : "IPV6_DSTOPTS");
+            return -1;
+        }
     }
     struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = in6addr_any};
     if (bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 1024) < 0) { perror("bind/listen"); return -1; }
@@ -160,20 +171,54 @@ static void *accept_loop(void *arg) {
     return NULL;
 }
 
-/* PORT: IPv4 and IPv6, no extension header.  DSTOPTS > 0: also PORT+1, IPv6 only, every segment the
- * server sends carrying a Destination Options header of DSTOPTS bytes (8..256, a multiple of 8). */
+/* UDP echo on [::]:PORT (IPv4 and IPv6): every datagram goes back to its sender as it came. */
+static void *udp_echo(void *arg) {
+    int s = (int)(intptr_t)arg;
+    char *buf = malloc(65536);
+    for (;;) {
+        struct sockaddr_storage from;
+        socklen_t fl = sizeof from;
+        ssize_t r = recvfrom(s, buf, 65536, 0, (struct sockaddr *)&from, &fl);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        sendto(s, buf, (size_t)r, 0, (struct sockaddr *)&from, fl);
+    }
+    free(buf);
+    return NULL;
+}
+
+static int udp_listener(int port) {
+    int s = socket(AF_INET6, SOCK_DGRAM, 0), zero = 0, one = 1, big = 4 * 1024 * 1024;
+    if (s < 0) { perror("socket (udp)"); return -1; }
+    setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = in6addr_any};
+    if (bind(s, (struct sockaddr *)&a, sizeof a) < 0) { perror("bind (udp)"); return -1; }
+    return s;
+}
+
+/* PORT: IPv4 and IPv6, no extension header (TCP), and the UDP echo.  DSTOPTS > 0: also PORT+1, IPv6
+ * only, every segment the server sends carrying a Destination Options header of DSTOPTS bytes (8..256,
+ * a multiple of 8), and PORT+2 the same with a Hop-by-Hop Options header. */
 static int server(int port, size_t dstopts) {
     signal(SIGPIPE, SIG_IGN);
-    int plain = listener(port, 0);
-    if (plain < 0) return 1;
+    int plain = listener(port, 0, 0), udp = udp_listener(port);
+    if (plain < 0 || udp < 0) return 1;
+    pthread_t ut;
+    pthread_create(&ut, NULL, udp_echo, (void *)(intptr_t)udp);
     if (dstopts) {
         if (dstopts < 8 || dstopts > 256 || dstopts % 8) { fprintf(stderr, "DSTOPTS must be 8..256, a multiple of 8\n"); return 2; }
-        int with = listener(port + 1, dstopts);
-        if (with < 0) return 1;
-        pthread_t t;
+        int with = listener(port + 1, dstopts, IPV6_DSTOPTS), hop = listener(port + 2, dstopts, IPV6_HOPOPTS);
+        if (with < 0 || hop < 0) return 1;
+        pthread_t t, h;
         pthread_create(&t, NULL, accept_loop, (void *)(intptr_t)with);
-        fprintf(stderr, "v6gate-loadgen: listening on [::]:%d and, with a %zu-byte Destination Options header, [::]:%d\n",
-                port, dstopts, port + 1);
+        pthread_create(&h, NULL, accept_loop, (void *)(intptr_t)hop);
+        fprintf(stderr, "v6gate-loadgen: listening on [::]:%d (TCP and UDP echo) and, with a %zu-byte Destination "
+                "Options header, [::]:%d, with a Hop-by-Hop Options header of that size, [::]:%d\n",
+                port, dstopts, port + 1, port + 2);
     } else {
         fprintf(stderr, "v6gate-loadgen: listening on [::]:%d\n", port);
     }
@@ -349,8 +394,10 @@ struct arm {
     int fd;
     size_t to_send; /* bytes of the current request still to send */
     size_t pending; /* bytes of the current response still to come */
+    int udp;        /* urr: a UDP socket connected to the server's echo */
     unsigned long long transactions, bytes_rx, bytes_tx;
     double t_req, seconds, lat_sum, cpu_s;
+    unsigned long long seq, lost; /* urr: the outstanding datagram's number; datagrams lost or late */
 };
 
 static int resolve(const char *host, const char *port, struct arm *a) {
@@ -378,7 +425,58 @@ static double thread_cpu(void) {
  * measured, not waited for. */
 static size_t chunk = BUFSZ; /* bytes per send() of a request and of a response (alternate's CHUNK) */
 
+#define URR_LATE_S 0.02 /* a urr answer later than this is taken as lost, and the request sent again */
+
+/* urr: one datagram out, its echo back; the datagram's first 8 bytes number it, so an echo of an
+ * earlier one (late, or from the arm's previous slice) is not taken for the current answer. */
+static int run_udp_slice(struct arm *a, char *buf, double until, int count) {
+    double c0 = thread_cpu(), t0 = now();
+    while (now() < until) {
+        a->seq++;
+        memcpy(buf, &a->seq, sizeof a->seq);
+        a->t_req = now();
+        ssize_t w = send(a->fd, buf, C.req, 0);
+        if (w < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == ENOBUFS || errno == ECONNREFUSED) continue;
+            return -1;
+        }
+        if (count) a->bytes_tx += (unsigned long long)w;
+        int answered = 0;
+        for (;;) {
+            double left = a->t_req + URR_LATE_S - now();
+            if (until - now() < left) left = until - now();
+            if (left <= 0) break;
+            struct timeval tv = {.tv_sec = 0, .tv_usec = (suseconds_t)(left * 1e6) + 1};
+            setsockopt(a->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            ssize_t r = recv(a->fd, buf + BUFSZ / 2, BUFSZ / 2, 0);
+            if (r < 0) {
+                if (errno == EINTR) continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED) break;
+                return -1;
+            }
+            unsigned long long got;
+            memcpy(&got, buf + BUFSZ / 2, sizeof got);
+            if (r >= (ssize_t)sizeof got && got == a->seq) {
+                answered = 1;
+                if (count) {
+                    a->bytes_rx += (unsigned long long)r;
+                    a->transactions++;
+                    a->lat_sum += now() - a->t_req;
+                }
+                break;
+            }
+        }
+        if (!answered && now() < until && count) a->lost++;
+    }
+    if (count) {
+        a->seconds += now() - t0;
+        a->cpu_s += thread_cpu() - c0;
+    }
+    return 0;
+}
+
 static int run_slice(struct arm *a, char *buf, double until, int count) {
+    if (a->udp) return run_udp_slice(a, buf, until, count);
     double c0 = thread_cpu(), t0 = now();
     for (;;) {
         if (a->pending == 0 && a->to_send == 0) {
@@ -421,10 +519,21 @@ out:
     return 0;
 }
 
+static int dial_udp(void) {
+    int fd = socket(C.addr.ss_family, SOCK_DGRAM, 0), big = 4 * 1024 * 1024;
+    if (fd < 0) return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    if (connect(fd, (struct sockaddr *)&C.addr, C.addrlen) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static int alternate(int argc, char **argv) {
     if (argc < 11) {
         fprintf(stderr, "usage: v6gate-loadgen alternate HOST_A PORT_A HOST_B PORT_B rr|str REQ RESP SECONDS SLICE "
-                        "[WARMUP [SOCKBUF [CHUNK]]]\n");
+                        "[WARMUP [SOCKBUF [CHUNK]]] (MODE rr, str or urr)\n");
         return 2;
     }
     struct arm arms[2];
@@ -440,8 +549,13 @@ static int alternate(int argc, char **argv) {
         return 2;
     }
     C.wsize = chunk;
-    if (strcmp(mode, "rr") && strcmp(mode, "str")) {
-        fprintf(stderr, "v6gate-loadgen: alternate runs rr or str, not %s\n", mode);
+    int udp = strcmp(mode, "urr") == 0;
+    if (strcmp(mode, "rr") && strcmp(mode, "str") && !udp) {
+        fprintf(stderr, "v6gate-loadgen: alternate runs rr, str or urr, not %s\n", mode);
+        return 2;
+    }
+    if (udp && (C.req != C.resp || C.req < 8 || C.req > 65000)) {
+        fprintf(stderr, "v6gate-loadgen: urr echoes its datagrams: REQ must equal RESP, 8..65000 bytes\n");
         return 2;
     }
     if (seconds <= 0 || slice <= 0 || slice * 2 > seconds || C.req < 1 || C.resp < 1) {
@@ -455,7 +569,8 @@ static int alternate(int argc, char **argv) {
         if (resolve(argv[2 + 2 * i], argv[3 + 2 * i], &arms[i]) < 0) return 2;
         memcpy(&C.addr, &arms[i].addr, arms[i].addrlen);
         C.addrlen = arms[i].addrlen;
-        arms[i].fd = dial();
+        arms[i].udp = udp;
+        arms[i].fd = udp ? dial_udp() : dial();
         if (arms[i].fd < 0) {
             fprintf(stderr, "v6gate-loadgen: cannot connect to %s port %s: %s\n", argv[2 + 2 * i], argv[3 + 2 * i],
                     strerror(errno));
@@ -478,9 +593,9 @@ static int alternate(int argc, char **argv) {
            "\"slices\":%d,\"arms\":[", mode, C.req, C.resp, C.sockbuf, chunk, slice, slices);
     for (int i = 0; i < 2; i++)
         printf("%s{\"host\":\"%s\",\"port\":%s,\"transactions\":%llu,\"bytes_rx\":%llu,\"seconds\":%.6f,"
-               "\"bytes_tx\":%llu,\"latency_mean_s\":%.9f,\"cpu_s\":%.6f}", i ? "," : "", argv[2 + 2 * i],
+               "\"bytes_tx\":%llu,\"latency_mean_s\":%.9f,\"cpu_s\":%.6f,\"lost\":%llu}", i ? "," : "", argv[2 + 2 * i],
                argv[3 + 2 * i], arms[i].transactions, arms[i].bytes_rx, arms[i].seconds, arms[i].bytes_tx,
-               arms[i].transactions ? arms[i].lat_sum / arms[i].transactions : 0.0, arms[i].cpu_s);
+               arms[i].transactions ? arms[i].lat_sum / arms[i].transactions : 0.0, arms[i].cpu_s, arms[i].lost);
     printf("],\"wall_s\":%.6f}\n", now() - t);
     close(arms[0].fd);
     close(arms[1].fd);

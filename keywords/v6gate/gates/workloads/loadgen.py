@@ -17,12 +17,22 @@ from ..profiles import GateProfile
 from ..registry import Workload, register_workload
 from ._tools import FLOOR, run_tool
 
+#: the DUT's loadgen port that sends with each extension header, after its plain port (net/loadgen.c server)
+HEADER_PORT = {"dstopts": 1, "hopopts": 2}
 
-def loadgen(bench: Bench, prof: GateProfile, family: str, *, dstopts: int = 0, baseline: bool = False) -> Measure:
+
+def header_port(bench: Bench, header: str | None) -> int:
+    """The DUT's loadgen port for a stream with extension ``header``, or its plain port.  The lab DUT's
+    server sends 8-byte headers (lab/services/perf.py); a real DUT's, what it was started with."""
+    return bench.ports["loadgen"] + (HEADER_PORT[header] if header else 0)
+
+
+def loadgen(bench: Bench, prof: GateProfile, family: str, *, header: str | None = None,
+            baseline: bool = False) -> Measure:
     p = prof.params
     addr = bench.address(family)
-    argv = [binary(), "client", addr, str(bench.ports["loadgen"]), p["mode"], str(p["req"]), str(p["resp"]),
-            str(p.get("pairs", 1)), f"{prof.trial_s:g}", f"{prof.warmup_s:g}", str(dstopts), str(p.get("sockbuf", 0))]
+    argv = [binary(), "client", addr, str(header_port(bench, header)), p["mode"], str(p["req"]), str(p["resp"]),
+            str(p.get("pairs", 1)), f"{prof.trial_s:g}", f"{prof.warmup_s:g}", "0", str(p.get("sockbuf", 0))]
     argv = _pin(bench, prof, argv)
     proc = subprocess.Popen(bench.client.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(prof.warmup_s)
@@ -51,8 +61,9 @@ def loadgen(bench: Bench, prof: GateProfile, family: str, *, dstopts: int = 0, b
         per_unit = cpu * 1000 / mb if p["mode"] == "str" else cpu * 1000 / max(r["transactions"], 1)
         values = {"throughput": mb / secs, "transactions": r["transactions"] / secs, "cpu_per_unit": per_unit,
                   "latency": r["latency_mean_s"] * 1e6 if r["latency_mean_s"] else 1 / FLOOR}
-    raw = {"tool": "v6gate-loadgen", "family": family, "dst": addr, **{k: r[k] for k in (
-        "mode", "pairs", "req", "resp", "dstopts", "seconds", "transactions", "bytes_rx", "errors", "latency_mean_s")},
+    raw = {"tool": "v6gate-loadgen", "family": family, "dst": addr, "header": header,
+           **{k: r[k] for k in ("mode", "pairs", "req", "resp", "seconds", "transactions", "bytes_rx", "errors",
+                                "latency_mean_s")},
         "client_cpu_s": round(client_cpu, 4), "server_cpu_s": None if server_cpu is None else round(server_cpu, 4)}
     return Measure(values, secs, cpu, raw)
 
@@ -69,7 +80,7 @@ def _pin(bench: Bench, prof: GateProfile, argv: list[str]) -> list[str]:
 
 
 def loadgen_alternate(bench: Bench, prof: GateProfile, order: tuple[str, str], *, compare: str,
-                      family: str = "v6", dstopts: int = 0) -> tuple[Measure, Measure]:
+                      family: str = "v6", header: str = "dstopts") -> tuple[Measure, Measure]:
     """One trial of both arms on two connections kept open, alternated every ``slice_s`` in ABBA order
     (v6gate-loadgen alternate): the arms share the same seconds of the machine.  ``compare`` family: the
     arms are v4/v6 to the same port; dstopts: without/with (the DUT's plain port and its Destination
@@ -82,7 +93,7 @@ def loadgen_alternate(bench: Bench, prof: GateProfile, order: tuple[str, str], *
     def where(arm: str) -> tuple[str, int]:
         if compare == "family":
             return bench.address(arm), port
-        return bench.address(family), port + (1 if arm == "with" else 0)
+        return bench.address(family), header_port(bench, header if arm == "with" else None)
 
     (ha, pa), (hb, pb) = where(order[0]), where(order[1])
     argv = [binary(), "alternate", ha, str(pa), hb, str(pb), p["mode"], str(p["req"]), str(p["resp"]),
@@ -108,27 +119,44 @@ def loadgen_alternate(bench: Bench, prof: GateProfile, order: tuple[str, str], *
                "mode": r["mode"], "req": r["req"], "resp": r["resp"], "sockbuf": r["sockbuf"], "slice_s": r["slice_s"],
                "slices": r["slices"], "chunk": r["chunk"], "transactions": n, "bytes_rx": a["bytes_rx"],
                "bytes_tx": a["bytes_tx"], "seconds": round(secs, 6),
-               "client_cpu_s": round(a["cpu_s"], 4), "server_cpu_s_trial": server_cpu, "pinned": prof.pin}
+               "client_cpu_s": round(a["cpu_s"], 4), "server_cpu_s_trial": server_cpu, "pinned": prof.pin,
+               **({"lost": a.get("lost", 0)} if r["mode"] == "urr" else {})}
+        if not n and arm == prof.arms[0]:
+            raise BenchError(f"the baseline arm ({arm}, {a['host']} port {a['port']}) moved nothing in "
+                             f"{secs:.2f} s: the bench cannot compare against it")
         out.append(Measure(values, secs, a["cpu_s"] + (server_cpu or 0.0) / 2, raw))
     return out[0], out[1]
 
 
 def _alternate(bench: Bench, prof: GateProfile, order: tuple[str, str]) -> tuple[Measure, Measure]:
+    from ..comparisons import exthdr_of
+
     return loadgen_alternate(bench, prof, order, compare=prof.compare, family=prof.family or "v6",
-                             dstopts=int(prof.params.get("dstopts", 8)))
+                             header=exthdr_of(prof))
 
 
 def _check_params(params: dict, compare: str) -> tuple[str, str, str] | None:
     if params.get("interleave") == "slices" and (
-            params.get("mode") not in ("rr", "str") or compare not in ("family", "dstopts") or params.get("pairs", 1) != 1):
-        return ("interleave", "slices alternate one rr or str connection per arm of a family or dstopts comparison",
-                "use interleave: trials here, or mode rr/str with pairs 1")
+            params.get("mode") not in ("rr", "str", "urr") or compare not in ("family", "exthdr")
+            or params.get("pairs", 1) != 1):
+        return ("interleave", "slices alternate one rr, str or urr connection per arm of a family or exthdr "
+                "comparison", "use interleave: trials here, or mode rr/str/urr with pairs 1")
+    if params.get("mode") == "urr" and params.get("interleave") != "slices":
+        return ("mode", "urr (UDP request/response) runs only alternated", "add interleave: slices")
+    if params.get("mode") == "urr" and (params.get("req") != params.get("resp") or not 8 <= int(params.get("req", 0)) <= 65000):
+        return ("req", "urr echoes its datagrams: req and resp are one datagram size, 8..65000 bytes",
+                "write the same req and resp")
+    if params.get("header", "dstopts") not in HEADER_PORT:
+        return ("header", f"{params['header']!r} is not an extension header the DUT's loadgen server sends",
+                f"use one of {sorted(HEADER_PORT)}")
+    if compare != "exthdr" and "header" in params:
+        return ("header", "only an exthdr comparison puts an extension header on a stream", "remove it")
     return None
 
 
 register_workload(Workload(
-    "loadgen", compare=frozenset({"family", "offload", "dstopts"}),
+    "loadgen", compare=frozenset({"family", "offload", "exthdr"}),
     metrics={"throughput": ("MB/s", True), "transactions": ("transactions/s", True),
              "cpu_per_unit": ("CPU ms per unit", False), "latency": ("us", False)},
-    params=frozenset({"mode", "req", "resp", "pairs", "sockbuf", "dstopts", "interleave", "slice_s", "chunk"}),
+    params=frozenset({"mode", "req", "resp", "pairs", "sockbuf", "header", "interleave", "slice_s", "chunk"}),
     trial=loadgen, alternate=_alternate, check_params=_check_params))

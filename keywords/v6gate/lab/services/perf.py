@@ -59,7 +59,7 @@ class PerfPeer(Service):
 @service("perf-servers")
 class PerfServers(Service):
     defaults = {"ipv4": "198.18.1.2/24", "iperf3_port": 5201, "qperf_port": 19765, "loadgen_port": 5301,
-                "loadgen_dstopts": 8}  # a second loadgen port (+1) sends with a Destination Options header
+                "loadgen_dstopts": 8}  # port +1 sends with a Destination Options header, +2 with Hop-by-Hop
 
     def start(self) -> None:
         from ...net.loadgen import binary
