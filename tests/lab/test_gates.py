@@ -22,7 +22,7 @@ from conftest import run_dir_from
 SHORT = ["perf.ns_to_na_latency_within_target", "perf.ra_to_usable_slaac_address_within_target",
          "perf.ipv6_offloads_match_ipv4_offloads", "perf.link_up_to_dhcpv6_lease_within_target",
          "perf.redirect_switches_first_hop_within_target", "perf.mld_join_is_reported_within_target",
-         "perf.neighbour_churn_within_target"]
+         "perf.neighbour_churn_within_target", "perf.plpmtud_recovers_from_a_black_hole_within_target"]
 STR = ("perf.ipv6_streaming_is_not_slower_than_ipv4", "1x1500")
 
 
@@ -41,7 +41,8 @@ def undisturbed_target_gates(tmp_path, monkeypatch):
     from v6gate.gates import profiles as gate_profiles
 
     doc = yaml.safe_load(PROFILES_FILE.read_text())
-    for name in ("ra_to_slaac", "ns_to_na", "dhcpv6_lease", "redirect_switch", "mld_join", "nd_churn"):
+    for name in ("ra_to_slaac", "ns_to_na", "dhcpv6_lease", "redirect_switch", "mld_join", "nd_churn",
+                 "plpmtud_recovery"):
         doc["gates"][name]["disturbance"] = {"enabled": False}
     path = tmp_path / "undisturbed.yaml"
     path.write_text(yaml.safe_dump(doc))

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 
 from v6gate.checks.mld.source_filtering import mld_settings
-from v6gate.checks.plpmtud import echo_port, settings
 from v6gate.core.context import NotApplicable
 from v6gate.errors import UsageError
+from v6gate.scenario.plpmtud import echo_port, settings
 
 
 def _t(extensions=None, services=()):

@@ -400,3 +400,22 @@ def happy_eyeballs_connects_within_rfc8305_delays(t: CheckContext):
     that waits for TCP's connect timeout before trying IPv4 is what an
     IPv6 rollout notices first."""
     return run_gate(t)
+
+
+@check(
+    title="PLPMTUD: what a Packet Too Big black hole costs a 1 MiB transfer, against an open path",
+    rfc="RFC 4821 §1, §7.5; draft-ietf-6man-rfc8504-bis (Path MTU Discovery and Packet Size)",
+    expect="the median extra time of 1 MiB through a path that drops every Packet Too Big, over the same transfer "
+           "on an open path to the same node, paired and interleaved, within the target (10 s)",
+    fault="dut_tcp_without_plpmtud",
+    parts=_parts("plpmtud_recovery"),
+    **{**GATE, "capabilities": ["PLPMTUD"], "needs": ["lab_router"], "lab_services": ["plpmtud-blackhole"],
+       "dut_config": "plpmtud", "liveness": "echo", "scope": "host"},
+)
+def plpmtud_recovers_from_a_black_hole_within_target(t: CheckContext):
+    """PLPMTUD lets a sender 'detect and recover from' black holes (RFC
+    4821 §1): the recovery is a cost in time that conformance alone does
+    not show (a stack that finds the path after a minute of retransmission
+    timeouts still 'completes').  Timed against the same transfer on an
+    open path, in pairs, so the machine's load hits both alike."""
+    return run_gate(t)
