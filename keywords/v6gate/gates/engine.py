@@ -351,6 +351,7 @@ class PairedComparison:
         logs: dict[str, list[float]] = {m.name: [] for m in judged}
         kept = attempts = discarded = 0
         why = None
+        early = None
         while kept < spec.pairs and attempts < 2 * spec.pairs:
             done = self._pair([base, base], -1 - attempts)
             attempts += 1
@@ -367,9 +368,18 @@ class PairedComparison:
                 va, vb = done[0].values.get(m.name), done[1].values.get(m.name)
                 if va and vb and va > 0 and vb > 0:
                     logs[m.name].append(math.log(vb / va))
+            if noise.EARLY_PAIRS <= kept < spec.pairs and all(len(v) >= noise.EARLY_PAIRS for v in logs.values()):
+                spp = (self.clock() - t0) / attempts
+                look = [(noise.Reading(m.name, list(logs[m.name]), spp, discarded, noise.EARLY_GIVE_UP), m)
+                        for m in judged]
+                early = noise.plan(look, spec, self.budget, confidence=self.confidence, what=self.what)
+                if early.hopeless:  # already hopeless on a cautious reading: no more A/A pairs
+                    break
+                early = None
         secs = self.clock() - t0
         spp = secs / max(1, attempts)
-        readings = [(noise.Reading(m.name, logs[m.name], spp, discarded), m) for m in judged]
+        readings = [(noise.Reading(m.name, logs[m.name], spp, discarded,
+                                   noise.EARLY_GIVE_UP if early else 0.90), m) for m in judged]
         if kept < 3 or any(len(r.log_ratios) < 3 for r, _ in readings):
             line = (f"the noise probe kept {kept} of {attempts} A/A pairs of {self.what} (the others were "
                     f"discarded: {why or 'no usable figures'}): this machine is too disturbed to plan the gate: "

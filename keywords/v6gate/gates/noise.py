@@ -19,6 +19,14 @@ log ratio of the gate's own workload, and the engine plans from it:
   "this machine's noise for the 16 KB stream is ±9.8 % per pair; 2.5 % needs
   ≈ 272 pairs (354 s), over the cap of 60 pairs (90 s)".
 
+The probe may give up before its last A/A pair: after each kept pair from
+the third on, the same test at the low end of the sd's one-sided
+``EARLY_GIVE_UP`` (97.5 %) bound; three looks at 97.5, 97.5 and 90 % give
+up on a machine that could resolve the margin at most about 15 % of the
+time, the cost of which is an INCONCLUSIVE, never a verdict.  A machine far
+too noisy (the 16 KB stream beside CPU hogs: ±24 % per pair against a 2.5 %
+margin) is then told so after three pairs, not five.
+
 The A/A pairs are measured exactly as the gate's pairs (the same workload,
 interleaving, pinning and disturbance policy); only the arms are the same.
 Pure logic here: the engine (engine.PairedComparison) runs the pairs.
@@ -36,6 +44,11 @@ from . import stats
 #: also covers the exact interval's discreteness at a few dozen pairs (as calibrate.what_would_meet)
 WILCOXON_WIDTH = 1.05
 
+
+#: the one-sided bound of the sd whose low end an early give-up (before the probe's last A/A pair) uses
+EARLY_GIVE_UP = 0.975
+#: the fewest A/A pairs a give-up may rest on
+EARLY_PAIRS = 3
 
 #: a look at the candidate beyond the threshold by more than this many A/A sds is a gross difference
 GROSS_SDS = 4.0
@@ -109,6 +122,7 @@ class Reading:
     log_ratios: list[float]
     seconds_per_pair: float
     discarded: int = 0
+    give_up_confidence: float = 0.90  # the one-sided bound whose low end the give-up test uses
 
     @property
     def sd(self) -> float:
@@ -116,7 +130,7 @@ class Reading:
 
     @property
     def sd_low(self) -> float:
-        return sd_bounds(self.log_ratios)[1]
+        return sd_bounds(self.log_ratios, low=self.give_up_confidence)[1]
 
     @property
     def sd_high(self) -> float:
@@ -179,7 +193,8 @@ def plan(readings: list[tuple[Reading, object]], spec: ProbeSpec, budget, *, con
     noise = f"this machine's noise for {what} is ±{pct(rd.sd):.1f} % per pair ({metric.name}, {len(rd.log_ratios)} A/A pairs)"
     cap = f"the cap of {spec.cap_pairs} pairs ({spec.cap_seconds:g} s)"
     if n_low > spec.cap_pairs or n_low * spp > spec.cap_seconds:
-        low = "" if n_low == n else f"; at least {_n(n_low)} even at the low end of the noise's 90 % bound"
+        low = ("" if n_low == n else f"; at least {_n(n_low)} even at the low end of the noise's "
+               f"{rd.give_up_confidence * 100:g} % bound")
         line = (f"{noise}; {margin} needs ≈ {_n(n)} pairs ({_s(n * spp)}{low}), over {cap}: "
                 f"INCONCLUSIVE without spending it")
         return Plan(True, line, budget, n, n * spp, metric.name, [r for r, _ in readings], probe_seconds)
