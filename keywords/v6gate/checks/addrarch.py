@@ -20,12 +20,11 @@ from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
 from ..core.check import Part, check
 from ..core.context import CheckContext
 from ..core.ledger import ADDRESS_LEASE_S
-from ..core.setup import JUDGED_BY
 from ..core.verdict import Deviation
 from ..net import match as M
 from ..net import packets as P
 from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
-from ..scenario.observe import dad_window
+from ..scenario.observe import FORMING, dad_window, formed_in
 
 
 def _iid(addr: str) -> int:
@@ -62,11 +61,20 @@ def _addresses_in(t: CheckContext, prefix: ipaddress.IPv6Network, **pio) -> tupl
     since = t.send(router_advertisement(t.tr1, router_lifetime=600, prefixes=[
         prefix_option(prefix, **({"valid": 600, "preferred": 600} | pio))]), label=f"RA with prefix {prefix}")
     t.wait(dad_window(t))
-    probes = t.collect(lambda p: is_dad_ns_for(p, prefix), 0, since=since)
-    found = sorted({f.pkt[ICMPv6ND_NS].tgt for f in probes})
+    found = formed_in(t, prefix, since)
     if found:
         t.wait(t.retrans_timer + 0.2)  # let DAD finish
     return found, since
+
+
+def _none_formed(t: CheckContext, prefix: ipaddress.IPv6Network, what: str = ""):
+    """The address the check needs did not form: NOT_JUDGED (v6LC.3.2.1 judges forming addresses)."""
+    return t.not_judged(f"address:{prefix}", FORMING, f"the DUT formed no address from {prefix}{what} (no DAD probe "
+                                                      "within the window, RFC 4862 §5.5.3)")
+
+
+#: the check that judges whether the DUT forms temporary addresses
+TEMPORARY = "addrarch.temporary_address_is_formed#"
 
 
 # -- RFC 7217 / RFC 8064: stable opaque interface identifiers --------------------------------------
@@ -86,12 +94,12 @@ def stable_iid_is_stable_per_prefix(t: CheckContext):
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     first, _ = _addresses_in(t, prefix)
     if not first:
-        raise Deviation(f"no address formed from {prefix}")
+        raise _none_formed(t, prefix)
     t.restart_dut()
     t.wait(float(t.retrans_timer) + 0.5)
     second, _ = _addresses_in(t, prefix)
     if not second:
-        raise Deviation(f"no address formed from {prefix} after the restart")
+        raise _none_formed(t, prefix, " after the restart")
     detail = f"in {prefix}: {first} before the restart, {second} after"
     if set(first) != set(second):
         raise Deviation(detail)
@@ -110,7 +118,7 @@ def stable_iids_differ_across_prefixes(t: CheckContext):
     a1, _ = _addresses_in(t, p1)
     a2, _ = _addresses_in(t, p2)
     if not a1 or not a2:
-        raise Deviation(f"addresses formed: {p1}: {a1}, {p2}: {a2}")
+        raise _none_formed(t, p2 if a1 else p1)
     shared = {f"{_iid(x):016x}" for x in a1} & {f"{_iid(y):016x}" for y in a2}
     detail = f"{p1}: {a1}; {p2}: {a2}"
     if shared:
@@ -129,8 +137,11 @@ def stable_iid_is_not_derived_from_mac(t: CheckContext):
     ll = _link_local_of(t)
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     glob, _ = _addresses_in(t, prefix)
-    if ll is None or not glob:
-        raise Deviation(f"link-local address {ll or 'not found'}, addresses in {prefix}: {glob or 'none'}")
+    if not glob:
+        raise _none_formed(t, prefix)
+    if ll is None:
+        raise Deviation(f"link-local address not found (no answer to an all-nodes Echo Request from a link-local "
+                        f"source), addresses in {prefix}: {glob}")
     problems = [f"{a}: {why}" for a in (ll, *glob) if (why := _mac_derived(t, a))]
     detail = f"link-local {ll}, global {glob}, MAC {t.dut.mac}"
     return t.conclude(detail, problems)
@@ -162,6 +173,8 @@ def temporary_address_is_formed(t: CheckContext):
     is random (§3.3.1) and it is subject to DAD (§3.4 step 7)."""
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     found, _ = _addresses_in(t, prefix)
+    if not found:
+        raise _none_formed(t, prefix)
     public, temporary = _split_temporary(t, found)
     if not temporary:
         raise Deviation(f"addresses probed in {prefix}: {found}; no temporary address besides the public {public}")
@@ -199,7 +212,7 @@ def temporary_address_is_preferred(t: CheckContext):
     found, _ = _addresses_in(t, prefix)
     public, temporary = _split_temporary(t, found)
     if not temporary:
-        raise t.not_judged(f"temporary-address:{prefix}", "addrarch.temporary_address_is_formed#",
+        raise t.not_judged(f"temporary-address:{prefix}", TEMPORARY,
                            f"no temporary address in {prefix} (probed {found})")
     dst = P.address_in(fresh_prefix(avoid=t.target.link_prefix), P.random_iid())
     src, seen = _originated_source(t, dst)
@@ -255,7 +268,7 @@ def source_address_selection(t: CheckContext):
         return t.conclude(detail, [f"wrong scope: {p}" for p in problems])
     (p1, a1), (p2, a2) = _two_prefixes(t, deprecate_first=t.p.rule == "deprecated")
     if not a1 or not a2:
-        raise t.not_judged("addresses", JUDGED_BY["global-address"], f"addresses formed {p1}: {a1}, {p2}: {a2}")
+        raise _none_formed(t, p2 if a1 else p1)
     if t.p.rule == "deprecated":
         dst = P.address_in(fresh_prefix(avoid=t.target.link_prefix), P.random_iid())
         why = f"{a1} deprecated, {a2} preferred"
@@ -294,10 +307,13 @@ def no_temporary_address_without_autonomous_flag(t: CheckContext):
     probes = t.collect(lambda p: is_dad_ns_for(p), 0, since=since)
     formed = {net: sorted({f.pkt[ICMPv6ND_NS].tgt for f in probes if is_dad_ns_for(f.pkt, net)})
               for net in (slaac, managed)}
+    if not formed[slaac]:
+        raise _none_formed(t, slaac, " (A=1), so the A=0 rule cannot be judged")
     public, temporary = _split_temporary(t, formed[slaac])
     if not temporary:
-        raise Deviation(f"no temporary address in the A=1 prefix {slaac} either (probed {formed[slaac]}): the "
-                         "DUT formed none at all, so the A=0 rule cannot be judged")
+        raise t.not_judged(f"temporary-address:{slaac}", TEMPORARY,
+                           f"no temporary address in the A=1 prefix {slaac} either (probed {formed[slaac]}), so the "
+                           "A=0 rule cannot be judged")
     seen = f"A=1 {slaac}: public {public}, temporary {temporary}; A=0 {managed}: {formed[managed] or 'nothing'}"
     if formed[managed]:
         _, temp_managed = _split_temporary(t, formed[managed])
@@ -352,10 +368,13 @@ def temporary_address_is_regenerated_in_advance(t: CheckContext):
     regen_advance = 2 + TEMP_IDGEN_RETRIES * 1 * t.retrans_timer  # DupAddrDetectTransmits 1 (the RFC default)
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     found, since = _addresses_in(t, prefix)
+    if not found:
+        raise _none_formed(t, prefix)
     _public, temporary = _split_temporary(t, found)
     if not temporary:
-        raise Deviation(f"no temporary address in {prefix} to begin with (probed {found}): regeneration cannot be "
-                         "judged")
+        raise t.not_judged(f"temporary-address:{prefix}", TEMPORARY,
+                           f"no temporary address in {prefix} to begin with (probed {found}): regeneration cannot "
+                           "be judged")
     probes = t.collect(lambda p: is_dad_ns_for(p, prefix), 0, since=since)
     first = next(f for f in probes if f.pkt[ICMPv6ND_NS].tgt in temporary)
     earliest = first.time + temp_pref - max_desync - regen_advance - REGEN_SLACK_S

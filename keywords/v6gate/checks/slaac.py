@@ -21,7 +21,7 @@ from ..net.nd import (
     prefix_option,
     router_advertisement,
 )
-from ..scenario.observe import autoconfigure
+from ..scenario.observe import DAD_AT_START, FORMING, autoconfigure, formed_in, in_use, no_dad
 
 LINK_LOCAL = ipaddress.IPv6Network("fe80::/64")
 
@@ -140,15 +140,19 @@ def global_address_is_formed_and_probed(t: CheckContext):
     # a lifetime that outlasts the check and little more: the address runs out soon after on a DUT the run
     # cannot reset (an RA cannot take it back, RFC 4862 §5.5.3 e), so a bounded table has room again
     ra = router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
-    since = t.now()
-    t.send(ra)
+    since = t.send(ra)
     wait = t.reply_timeout + 1.0  # RFC 4862 §5.4.2 allows a random delay up to MAX_RTR_SOLICITATION_DELAY (1 s)
     dad = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix)), wait, since=since)
     if dad is None:
         frames = t.collect(M.anything(), 0, since=since)
         early = next((f for f in frames if IPv6 in f.pkt and ipaddress.IPv6Address(f.pkt[IPv6].src) in prefix), None)
-        used = f"; it sent {early.summary()} from {early.pkt[IPv6].src} without probing it" if early else ""
-        raise Deviation(f"no DAD Neighbor Solicitation for an address in {prefix} within {wait:g} s of the RA{used}")
+        address = early.pkt[IPv6].src if early else in_use(t, prefix)
+        missing = f"no DAD Neighbor Solicitation for an address in {prefix} within {wait:g} s of the RA"
+        if address is None:
+            raise Deviation(f"{missing}, and no address of it in use")
+        how = f"it sent {early.summary()} from it" if early else "it answers for it"
+        # one root cause: a DUT that performs no DAD at all is judged once (v6LC.3.1.1, or this check's part A)
+        no_dad(t, address, prefix, f"{missing}; {how} without probing it ({address})", judge_here=t.part == "A")
     address = dad.pkt[ICMPv6ND_NS].tgt
     t.note(f"DAD NS for {address} at +{dad.time - since:.3f} s")
     problems = _judge_dad_ns(dad)
@@ -218,16 +222,17 @@ def _meet_dad(t: CheckContext, react) -> tuple[str | None, ipaddress.IPv6Network
     return tentative, prefix, seen["probe"].time
 
 
-def _no_probe(t: CheckContext, prefix) -> str:
-    """Why there is no tentative address to test, and whether the DUT took
-    the address anyway (without DAD a duplicate goes unnoticed)."""
-    if t.target.dut_iid in (None, "eui64"):
-        guess = P.address_in(prefix, P.eui64_iid(t.dut.mac))
-        used, _ = _is_assigned(t, guess)
-        if used:
-            return (f"the DUT assigned {guess} from the RA's prefix without probing it (no DAD NS): a duplicate "
-                    "would go unnoticed (RFC 4862 §5.4)")
-    return f"no DAD probe for an address in {prefix} after the RA, and no address of it in use: nothing to test"
+def _no_probe(t: CheckContext, prefix):
+    """There is no tentative address to test: the DUT assigned the address
+    without probing it (without DAD a duplicate goes unnoticed: a DUT that
+    performs no DAD at all is NOT_JUDGED ``dad``, else its FAIL), or formed
+    none (NOT_JUDGED: the SLAAC check judges forming addresses)."""
+    used = in_use(t, prefix)
+    if used is not None:
+        no_dad(t, used, prefix, f"the DUT assigned {used} from the RA's prefix without probing it (no DAD NS): a "
+                                "duplicate would go unnoticed (RFC 4862 §5.4)")
+    raise t.not_judged(f"address:{prefix}", FORMING, f"no DAD probe for an address in {prefix} after the RA, and no "
+                                                     "address of it in use: there is no tentative address to test")
 
 
 def _used_after(t: CheckContext, address: str, since: float) -> str | None:
@@ -240,7 +245,7 @@ def _used_after(t: CheckContext, address: str, since: float) -> str | None:
 
 def _dad_outcome(t: CheckContext, tentative, prefix, probe_time, *, duplicate: bool, told: str):
     if tentative is None:
-        raise Deviation(_no_probe(t, prefix))
+        _no_probe(t, prefix)
     assigned, seen = _is_assigned(t, tentative)
     if duplicate:
         used = _used_after(t, tentative, probe_time + t.retrans_timer)
@@ -405,7 +410,7 @@ def resolution_ns_for_tentative_address_is_ignored(t: CheckContext):
 
     tentative, prefix, at = _meet_dad(t, react)
     if tentative is None:
-        raise Deviation(_no_probe(t, prefix))
+        _no_probe(t, prefix)
     answered = t.collect(lambda p: ICMPv6ND_NA in p and P.same_address(p[ICMPv6ND_NA].tgt, tentative), 0, since=at)
     early = [f for f in answered if f.time < at + t.retrans_timer]
     if early:
@@ -421,8 +426,9 @@ def resolution_ns_for_tentative_address_is_ignored(t: CheckContext):
 
 
 def _probes_in(t: CheckContext, prefix: ipaddress.IPv6Network, since: float) -> list[str]:
-    """Every address in ``prefix`` the DUT probed with DAD since ``since``."""
-    return sorted({f.pkt[ICMPv6ND_NS].tgt for f in t.collect(lambda p: is_dad_ns_for(p, prefix), 0, since=since)})
+    """Every address in ``prefix`` the DUT formed since ``since``: its DAD
+    probes (a DUT that performs no DAD: the address it uses there)."""
+    return formed_in(t, prefix, since)
 
 
 def _assigned_at(t: CheckContext, address: str, at: float) -> tuple[bool, str]:
@@ -448,9 +454,8 @@ def address_expires_with_its_valid_lifetime(t: CheckContext):
     as a destination on a receiving interface' (RFC 4862 §5.5.4)."""
     valid = 4
     conf = autoconfigure(t, t.tr1, valid=valid, preferred=valid // 2, router_lifetime=0)
-    if conf.address is None:
-        raise Deviation(conf.missing())
-    start = conf.probe.time
+    conf.require(t)
+    start = conf.start
     before, seen_before = _assigned_at(t, conf.address, start + valid / 2)
     if not before:
         raise Deviation(f"{valid / 2:g} s into its {valid} s valid lifetime: {seen_before}")
@@ -613,8 +618,10 @@ def prefix_option_processing(t: CheckContext):
     t.wait(t.reply_timeout + 1.0)
     got = _probes_in(t, ipaddress.IPv6Network(valid), since)
     if not got:
-        raise Deviation(f"{seen}; then a valid prefix {valid} formed no address either (no DAD probe within "
-                         f"{t.reply_timeout + 1.0:g} s): the DUT ignores every RA, so the discard proves nothing")
+        # the effect that shows the DUT processes RAs did not come: forming addresses is judged by v6LC.3.2.1
+        raise t.not_judged(f"address:{valid}", FORMING, f"{seen}; then a valid prefix {valid} formed no address "
+                                                        f"either (no DAD probe within {t.reply_timeout + 1.0:g} s): "
+                                                        "the DUT ignores every RA, so the discard proves nothing")
     return t.conclude(f"{seen}; a valid prefix right after formed {sorted(got)}", [])
 
 
@@ -654,9 +661,8 @@ def two_hour_rule(t: CheckContext):
     valid lifetime of the corresponding address to 2 hours.'"""
     stored, advertised = t.p.stored, t.p.advertised
     conf = autoconfigure(t, t.tr1, valid=stored, preferred=stored, router_lifetime=0)
-    if conf.address is None:
-        raise Deviation(conf.missing())
-    start = conf.probe.time
+    conf.require(t)
+    start = conf.start
     t.wait(max(0.0, start + 1.0 - t.now()))
     t.send(router_advertisement(t.tr1, prefixes=[prefix_option(conf.prefix, valid=advertised,
                                                                preferred=min(advertised, stored))]),
@@ -704,7 +710,9 @@ def duplicate_hardware_link_local_disables_ip(t: CheckContext):
     finally:
         t.port.remove_responder(responder)
     if probe is None or "probe" not in seen:
-        raise Deviation("no DAD probe for a link-local address after the restart")
+        # no DAD at all after a restart is v6LC.3.1.1's FAIL; without a probe there is no duplicate to answer
+        raise t.not_judged("dad", DAD_AT_START, "no DAD probe for a link-local address after the restart, so no "
+                                                "duplicate could be shown to it")
     tentative = seen["probe"].pkt[ICMPv6ND_NS].tgt
     if ipaddress.IPv6Address(tentative).packed[8:] != ipaddress.IPv6Address(P.link_local_from_mac(t.dut.mac)).packed[8:]:
         raise NotApplicable(f"the DUT's link-local address {tentative} is not derived from its MAC")
@@ -747,13 +755,13 @@ def pio_with_p_flag_forms_no_address(t: CheckContext):
         prefix_option(plain, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]),
         label=f"RA: {flagged} with L=1 A=1 P=1, {plain} with L=1 A=1 P=0")
     t.wait(t.reply_timeout + 1.0)  # DAD may wait MAX_RTR_SOLICITATION_DELAY (RFC 4862 §5.4.2)
-    probes = t.collect(lambda p: is_dad_ns_for(p), 0, since=since)
-    in_plain = [f.pkt[ICMPv6ND_NS].tgt for f in probes if ipaddress.IPv6Address(f.pkt[ICMPv6ND_NS].tgt) in plain]
-    in_flagged = [f.pkt[ICMPv6ND_NS].tgt for f in probes
-                  if ipaddress.IPv6Address(f.pkt[ICMPv6ND_NS].tgt) in flagged]
+    in_plain = formed_in(t, plain, since)
+    in_flagged = formed_in(t, flagged, since)
     if not in_plain:
-        raise Deviation(f"the DUT formed no address from {plain} (A=1, P=0) either (no DAD probe within "
-                         f"{t.reply_timeout + 1.0:g} s): it did not process the RA, so the P flag cannot be judged")
+        # the effect that shows the RA was processed did not come: forming addresses is judged by v6LC.3.2.1
+        raise t.not_judged(f"address:{plain}", FORMING, f"the DUT formed no address from {plain} (A=1, P=0) either "
+                                                        f"(no DAD probe within {t.reply_timeout + 1.0:g} s): it did "
+                                                        "not process the RA, so the P flag cannot be judged")
     if in_flagged:
         raise Deviation(f"the DUT formed {', '.join(sorted(set(in_flagged)))} from {flagged}, whose option has P=1 "
                          f"(it also formed {in_plain[0]} from {plain})")

@@ -46,6 +46,12 @@ class Control:
         (a reset, by default).  Raises NotSupported when the adapter cannot."""
         return self.reset()
 
+    @property
+    def can_reset(self) -> bool:
+        """Whether ``reset`` can work (without doing it): the checks that
+        restart the DUT run, so they judge what needs a fresh boot."""
+        return False
+
     def addresses(self) -> list[str]:
         raise NotSupported("the DUT's addresses cannot be read: control adapter 'none' (list them under "
                            "dut.global in the target file)")
@@ -148,6 +154,10 @@ class NetnsControl(Control):
         self.ns = ns
         self.interface = interface
         self._listeners: dict[str, subprocess.Popen] = {}
+
+    @property
+    def can_reset(self) -> bool:
+        return self.lab is not None
 
     def reset(self) -> float:
         if self.lab is None:
@@ -333,6 +343,10 @@ class SshControl(Control):
             raise BenchError(f"ssh to {self.spec['host']} failed (exit 255){': ' + err[0] if err else ''}: the "
                              "DUT's answer is unknown")
 
+    @property
+    def can_reset(self) -> bool:
+        return bool(self.commands.get("reset"))
+
     def reset(self) -> float:
         import time
 
@@ -385,6 +399,10 @@ class VmConsoleControl(Control):
     def __init__(self, stand_in):  # lab/stand_in.py StandIn
         self.stand_in = stand_in
         self.interface = "eth0"
+
+    @property
+    def can_reset(self) -> bool:
+        return True
 
     def reset(self) -> float:
         return self.stand_in.prepare()

@@ -127,6 +127,10 @@ class ManualControl(Control):
         self.ask("reboot the DUT now (power-cycle or restart it)", then="press Enter once it is up again")
         return self._clock() - t0
 
+    @property
+    def can_reset(self) -> bool:
+        return self._why_not is None
+
     def revive(self) -> float:
         t0 = self._clock()
         self.ask("the DUT stopped answering: restart it", then="press Enter once it is up again")

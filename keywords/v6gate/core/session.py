@@ -30,6 +30,7 @@ from .control import NotSupported, VmConsoleControl, control_for
 from .dut import DutView
 from .ledger import AddressLedger
 from .liveness import Liveness, presence
+from .observer import DutObserver
 from .target import Target, load_target
 from .verdict import Deviation, NotJudged, Outcome, Result, Verdict, reason_for, result_key
 
@@ -100,6 +101,8 @@ class Session:
         #: part (core/liveness.py); ``absent``: the one line saying it is not on the link at all
         self.liveness = Liveness(self) if lab is None or lab.external_dut else None
         self.absent: str | None = None
+        #: the DUT's DAD probes since its last reset, seen passively (core/observer.py): does it perform DAD at all
+        self.observer: DutObserver | None = None
 
     # -- construction helpers ---------------------------------------------------------
     @classmethod
@@ -137,6 +140,8 @@ class Session:
     def open(self) -> Session:
         t = self.target
         self.port = Port(t.tester_interface, t.tester_netns).open()
+        self.observer = DutObserver(t.dut_mac)
+        self.port.add_responder(self.observer)
         try:
             self.capture = Capture(t.tester_interface, t.tester_netns).start()
         except BaseException:
@@ -292,6 +297,7 @@ class Session:
         if "no_reset" in c.needs and not fault and not lab.dut_faulted and lab.dut_config == c.dut_config:
             return None
         lab.reset_dut(boot_sysctl=fault.boot_sysctl if fault else None, wait=False, config=c.dut_config)
+        self._observe_from(lab.dut_reborn_at)
         self.settle = None  # a fresh DUT (the lab keeps what it learned of its addresses: the same again)
         try:
             # the same ready timeout under a fault as when healthy, unless the fault declares its own (a fault
@@ -314,6 +320,13 @@ class Session:
         self.settle = None
         if getattr(self, "dut", None) is not None:
             self.dut.forget()
+        self._observe_from(None)
+
+    def _observe_from(self, reborn: float | None) -> None:
+        """The DUT started again at port time ``reborn`` (now when None):
+        whether it performs DAD is a question of its new boot."""
+        if getattr(self, "observer", None) is not None:
+            self.observer.reset(reborn or time.monotonic())
 
     def dut_came_back(self) -> None:
         """The DUT answers again after it stopped (reset, or back by itself):
@@ -412,6 +425,7 @@ class Session:
             self._applied.remove()
         t = self.lab.reset_dut(boot_sysctl=self._fault.boot_sysctl if self._fault else None, wait=False,
                                config=self.lab.dut_config, keep_state=True)
+        self._observe_from(self.lab.dut_reborn_at)
         if self._fault:
             self._applied = self._apply(self._fault)
         return t

@@ -29,7 +29,7 @@ AREA_SETUP: dict[str, tuple[str, ...]] = {"icmpv6": ("nce",), "ipv6": ("nce",), 
 #: the check (#part) that judges each precondition
 JUDGED_BY = {
     "nce": "nd.ns_is_answered_without_nce#A",
-    "global-address": "slaac.global_address_is_formed_and_probed#",
+    "global-address": "slaac.global_address_is_formed_and_probed#A",
 }
 
 #: NS/NA exchanges the setup tries before it gives up

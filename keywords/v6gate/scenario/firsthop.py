@@ -27,6 +27,8 @@ from ..net.port import Frame
 from .nce import advertised_retrans
 
 DEFAULT_ROUTER_LIFETIME = 1800  # RFC 4861 §6.2.1 AdvDefaultLifetime default (3 x MaxRtrAdvInterval)
+#: the check that judges whether the DUT sends off-link traffic through its default router (RFC 4861 §5.2)
+FIRST_HOP_JUDGE = "rd.offlink_destination_goes_to_default_router#"
 
 
 class Answer:
@@ -178,9 +180,11 @@ class FirstHop:
             self.t.note(f"no answer to {src} yet ({step}); asking once more")
             answer = self.ask(src)
         if answer.mac != node.mac.lower():
+            # a precondition: off-link traffic through the only default router is v6LC.2.2.18's to judge
             raise Deviation(f"setup ({step}): the DUT's answer to {src} went "
                             f"{'nowhere' if answer.mac is None else 'to ' + self.names.get(answer.mac, answer.mac)}"
-                            f", not through {node.name} ({node.mac}), its only router")
+                            f", not through {node.name} ({node.mac}), its only router", name="first-hop",
+                            judged_by=FIRST_HOP_JUDGE)
         return answer
 
 

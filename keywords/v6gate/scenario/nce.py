@@ -290,7 +290,8 @@ def incomplete(nb: Neighbour) -> Frame:
                         judged_by=STATE_JUDGES["incomplete"])
     if not nb.is_multicast_ns_for_me(ns.pkt):
         raise Deviation(f"setup: the DUT solicited {nb.addr} with {ns.summary()} to {ns.pkt[IPv6].dst}, not its "
-                        "solicited-node group, although it had no entry for it (§7.2.2)")
+                        "solicited-node group, although it had no entry for it (§7.2.2)",
+                        name=f"nce-incomplete:{nb.name}", judged_by=STATE_JUDGES["incomplete"])
     t.note(f"{nb.name} INCOMPLETE: multicast NS at +{ns.time - since:.3f} s")
     return ns
 
@@ -308,7 +309,8 @@ def reachable(nb: Neighbour) -> Frame:
                         name=f"nce-reachable:{nb.name}", judged_by=STATE_JUDGES["reachable"])
     if reply.pkt[Ether].dst.lower() != nb.mac:
         raise Deviation(f"setup: the queued Echo Reply went to {reply.pkt[Ether].dst}, not to the advertised "
-                        f"link-layer address {nb.mac}")
+                        f"link-layer address {nb.mac}", name=f"nce-reachable:{nb.name}",
+                        judged_by=STATE_JUDGES["reachable"])
     t.note(f"{nb.name} REACHABLE ({nb.mac})")
     return reply
 
@@ -332,7 +334,7 @@ def stale(nb: Neighbour) -> None:
     if probes:
         raise Deviation(f"setup: the DUT sent {probes[0].summary()} for {nb.addr} {probes[0].time - confirmed:.2f} s "
                         "after its entry was confirmed, with no traffic to it: the entry should have aged to STALE "
-                        "silently (§7.3.3)")
+                        "silently (§7.3.3)", name=f"nce-stale:{nb.name}", judged_by=STATE_JUDGES["stale"])
     t.note(f"{nb.name} STALE")
 
 
@@ -380,7 +382,8 @@ def probing(nb: Neighbour) -> Frame:
                         judged_by=STATE_JUDGES["probe"])
     if not nb.is_unicast_ns_for_me(probe.pkt):
         raise Deviation(f"setup: the DUT probed {nb.addr} with a multicast NS ({probe.pkt[IPv6].dst}); NUD probes "
-                        "are unicast to the cached address (§7.3.3)")
+                        "are unicast to the cached address (§7.3.3)", name=f"nce-probe:{nb.name}",
+                        judged_by=STATE_JUDGES["probe"])
     t.note(f"{nb.name} PROBE: unicast NS {probe.time - reply.time:.2f} s after the Echo Reply")
     return probe
 

@@ -2,9 +2,14 @@
 the wire, shared so each observation is written once:
 
 * ``autoconfigure``: advertise a fresh prefix and learn the address the DUT
-  forms in it (from its DAD probe);
+  forms in it (from its DAD probe; a DUT not seen probing any address may
+  perform no DAD: then from the address it uses there);
 * ``dad_probe_in``: the DUT's DAD probe for an address in a prefix (the
   sign that it accepted a prefix for autoconfiguration);
+* ``formed_in`` / ``in_use``: the addresses the DUT formed in a prefix, by
+  its DAD probes or, for a DUT that performs no DAD, by its answers;
+* ``dad_judge`` / ``no_dad``: who judges a DUT that performs no DAD at all
+  (one root cause: the DAD-validation parts are NOT_JUDGED ``dad``);
 * ``next_hop_for``: the path the DUT chooses for its answer to an Echo
   Request (through which router, or on-link), from its first frames;
 * ``echo_hop_limit``: the Hop Limit the DUT puts on an Echo Reply (its
@@ -18,12 +23,13 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
+from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr, IPv6
 from scapy.layers.l2 import Ether
 
 from ..core.context import CheckContext
 from ..core.ledger import ADDRESS_LEASE_S
 from ..core.setup import JUDGED_BY
+from ..core.verdict import Deviation
 from ..net import match as M
 from ..net import packets as P
 from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertisement
@@ -51,11 +57,83 @@ def dad_done(t: CheckContext, probe: Frame) -> None:
     t.wait(max(0.0, probe.time + t.retrans_timer - t.now()) + 0.2)
 
 
+#: the part that judges whether the DUT forms an address from a new prefix and probes it first (RFC 4862 §5.5.3,
+#: §5.4): a check that only needs such an address is NOT_JUDGED (precondition ``address:<prefix>``) without it
+FORMING = JUDGED_BY["global-address"]
+#: the part that judges whether the DUT performs DAD at all: it restarts the DUT and watches its link-local DAD
+DAD_AT_START = "slaac.link_local_address_is_probed_before_use#"
+
+
+def dad_judge(t: CheckContext) -> str:
+    """Who judges a DUT that performs no DAD at all: v6LC.3.1.1 where the
+    control adapter can restart the DUT (it watches the DAD of the link-local
+    address), else v6LC.3.2.1 A (the DAD of a global address)."""
+    return DAD_AT_START if getattr(t.control, "can_reset", False) else FORMING
+
+
+def seen_probing(t: CheckContext) -> bool:
+    """The DUT was seen probing an address with DAD since it last started
+    (its link-local address at a restart, any address of an earlier part;
+    core/observer.py)."""
+    observer = getattr(t.session, "observer", None)
+    return observer is not None and observer.did_dad() is not None
+
+
+def in_use(t: CheckContext, prefix: ipaddress.IPv6Network) -> str | None:
+    """The DUT's address in ``prefix`` when it uses one, probed or not: the
+    address its MAC predicts (``dut.iid`` eui64 or unset) answers a Neighbor
+    Solicitation, or an all-nodes Echo Request from a node of the prefix is
+    answered from an address in it (RFC 6724 source selection picks it)."""
+    tn = t.node("TNUSE", prefix=prefix)
+    if t.target.dut_iid in (None, "eui64"):
+        guess = P.address_in(prefix, P.eui64_iid(t.dut.mac))
+        ns = (tn.ipv6(P.solicited_node(guess), "", src=tn.link_local, hlim=255) / ICMPv6ND_NS(tgt=guess)
+              / ICMPv6NDOptSrcLLAddr(lladdr=tn.mac))
+        if t.expect_reply(ns, M.na_for(guess), what=f"Neighbor Advertisement for {guess}") is not None:
+            return guess
+    req = tn.ipv6(P.ALL_NODES, "", src=tn.global_addr) / ICMPv6EchoRequest(id=0x05E0, seq=1, data=P.nonce(8))
+    frame = t.expect_reply(req, M.echo_reply_to(req), what=f"Echo Reply from an address in {prefix}")
+    if frame is not None and ipaddress.IPv6Address(frame.pkt[IPv6].src) in prefix:
+        return frame.pkt[IPv6].src
+    return None
+
+
+def formed_in(t: CheckContext, prefix: ipaddress.IPv6Network, since: float) -> list[str]:
+    """Every address the DUT formed in ``prefix`` since ``since``: its DAD
+    probes; for a DUT not seen probing any address since it started (it may
+    perform no DAD), the address it uses there."""
+    probes = sorted({f.pkt[ICMPv6ND_NS].tgt for f in t.collect(lambda p: is_dad_ns_for(p, prefix), 0, since=since)})
+    if probes or seen_probing(t) or prefix.is_link_local:
+        return probes
+    used = in_use(t, prefix)
+    return [used] if used else []
+
+
+def no_dad(t: CheckContext, address: str, prefix: ipaddress.IPv6Network, problem: str, *, judge_here: bool = False):
+    """The DUT assigned ``address`` without probing it.  A DUT never seen
+    probing any address since it started performs no DAD at all: one root
+    cause, judged by ``dad_judge``; this part is NOT_JUDGED (precondition
+    ``dad``) unless it is that judge (``judge_here``).  A DUT that probes its
+    other addresses got this one wrong: the part's own FAIL."""
+    if not seen_probing(t):
+        judge = dad_judge(t)
+        if not (judge_here and judge.split("#")[0] == t.check.id):
+            raise t.not_judged("dad", judge, f"{problem}; it was not seen probing any address since it started: it "
+                                             "performs no Duplicate Address Detection")
+    raise Deviation(problem)
+
+
 @dataclass
 class Autoconf:
     prefix: ipaddress.IPv6Network
     address: str | None
     probe: Frame | None
+    sent: float = 0.0  # port time of the RA
+
+    @property
+    def start(self) -> float:
+        """When the address was formed: its DAD probe, or the RA (no DAD)."""
+        return self.probe.time if self.probe is not None else self.sent
 
     def missing(self) -> str:
         return (f"the DUT formed no address from prefix {self.prefix} (no DAD probe within the window; "
@@ -64,24 +142,27 @@ class Autoconf:
     def require(self, t: CheckContext) -> str:
         """The address, or NOT_JUDGED (precondition address:<prefix>, judged by the SLAAC check)."""
         if self.address is None:
-            raise t.not_judged(f"address:{self.prefix}", JUDGED_BY["global-address"], self.missing())
+            raise t.not_judged(f"address:{self.prefix}", FORMING, self.missing())
         return self.address
 
 
 def autoconfigure(t: CheckContext, router: EmulatedNode, prefix: ipaddress.IPv6Network | None = None, *,
                   valid: int = ADDRESS_LEASE_S, preferred: int = ADDRESS_LEASE_S, **ra_fields) -> Autoconf:
     """Send an RA from ``router`` with a fresh /64 (A=1, L=1) and wait for the
-    DUT's address in it to leave DAD."""
+    DUT's address in it to leave DAD (a DUT that performs no DAD: the
+    address it uses there, formed when the RA came)."""
     prefix = prefix or fresh_prefix(avoid=t.target.link_prefix)
-    since = t.now()
-    t.send(router_advertisement(router, prefixes=[prefix_option(prefix, valid=valid, preferred=preferred)],
-                                **ra_fields))
+    since = t.send(router_advertisement(router, prefixes=[prefix_option(prefix, valid=valid, preferred=preferred)],
+                                        **ra_fields))
     probe = dad_probe_in(t, prefix, since)
     if probe is None:
         t.record_dut_sent(since, what=f"a DAD probe for an address in {prefix}")
-        return Autoconf(prefix, None, None)
+        used = None if seen_probing(t) else in_use(t, prefix)
+        if used is not None:
+            t.note(f"the DUT uses {used} from {prefix} without having probed it (it performs no DAD)")
+        return Autoconf(prefix, used, None, since)
     dad_done(t, probe)
-    return Autoconf(prefix, probe.pkt[ICMPv6ND_NS].tgt, probe)
+    return Autoconf(prefix, probe.pkt[ICMPv6ND_NS].tgt, probe, since)
 
 
 def offlink_node(t: CheckContext, name: str = "TN2") -> EmulatedNode:

@@ -45,7 +45,8 @@ def packets_wait_for_address_resolution(t: CheckContext):
     for nb in nbs:
         ns = t.port.expect(t.from_dut(nb.is_multicast_ns_for_me), t.reply_timeout, since=since)
         if ns is None:
-            raise Deviation(f"setup: no multicast NS for {nb.name} {nb.addr} (§7.2.2)")
+            raise Deviation(f"setup: no multicast NS for {nb.name} {nb.addr} (§7.2.2)", name=f"nce-incomplete:{nb.name}",
+                            judged_by=nce.STATE_JUDGES["incomplete"])
     answered = t.now()
     for nb in nbs:
         t.send(nb.na(s=1, o=1), label=f"solicited NA from {nb.name}")

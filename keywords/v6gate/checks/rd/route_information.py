@@ -76,8 +76,7 @@ def route_information_selects_next_hop(t: CheckContext):
     tr1, tr2 = t.tr1, t.node("TR2", router=True)
     routers = [tr1, tr2]
     conf = autoconfigure(t, tr1, router_lifetime=600)  # TR1: the default router and the DUT's prefix
-    if conf.address is None:
-        raise Deviation(conf.missing())
+    conf.require(t)
     tn3 = offlink_node(t, "TN3")
     route = _route_prefix([t.target.link_prefix, conf.prefix, ipaddress.IPv6Network(f"{tn3.global_addr}/64", strict=False)])
     tn2 = t.node("TN2", prefix=next(route.subnets(new_prefix=64)))
@@ -159,9 +158,8 @@ def source_address_selects_first_hop(t: CheckContext):
     routers = [tr1, tr2]
     conf1 = autoconfigure(t, tr1, router_lifetime=600)
     conf2 = autoconfigure(t, tr2, prefix=fresh_prefix(avoid=conf1.prefix), router_lifetime=600)
-    for conf, router in ((conf1, tr1), (conf2, tr2)):
-        if conf.address is None:
-            raise Deviation(f"from {router.name}'s RA: {conf.missing()}")
+    for conf in (conf1, conf2):
+        conf.require(t)
     tn2 = offlink_node(t)
     tn2.answers_ns = False
     own = {conf1.address: tr1, conf2.address: tr2}
