@@ -178,6 +178,12 @@ def _run_locked(args, target_arg: str, run_id: str, held) -> int:
         print(f"  fixed:    {key} (waived or baseline FAIL now PASSes)")
     for key in s["errors"]:
         print(f"  ERROR:    {key}")
+    for table in doc["run"].get("dut_table") or []:
+        if table.get("discovered") is not None or table.get("parts_needing_discovered_limit"):
+            how = ", ".join(f"{v} {k}" for k, v in sorted(table.get("by_how", {}).items()))
+            print(f"  the DUT's address table: {table['discovered'] or 'not found'} addresses, discovered "
+                  f"({table.get('evidence') or 'no retry confirmed it'}); {table['parts_needing_discovered_limit']} "
+                  f"part(s) needed it ({how})")
     for state in doc["run"].get("dut_state_after") or []:
         print(f"  left on the DUT: {state['count'] if state.get('count') is not None else '?'} global address(es)"
               f" ({state.get('outside_link_prefix', '?')} outside the link prefix; {state['how']})")

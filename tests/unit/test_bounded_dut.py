@@ -30,13 +30,20 @@ class _Port:
 
 
 def _ctx(slots: int, *, room_wait_s: float = 900):
+    from v6gate.core.control import NoControl
+    from v6gate.core.room import AddressTable
+
     ledger = AddressLedger()
-    session = types.SimpleNamespace(ledger=ledger, address_slots=lambda: slots, settle=None)
     target = types.SimpleNamespace(dut_max_addresses=slots + 2, timing={"address_room_wait_s": room_wait_s},
                                    claims=lambda cap: False)
+    port = _Port()
+    # the DUT's table: slots + 2 (its link-local address and one in the link prefix: what it held when found)
+    session = types.SimpleNamespace(ledger=ledger, settle=None, target=target, port=port, control=NoControl(),
+                                    dut=types.SimpleNamespace(link_local="fe80::1"))
+    session.table = AddressTable(session)
     ctx = CheckContext.__new__(CheckContext)
-    ctx.session, ctx.target, ctx.port = session, target, _Port()
-    ctx.check, ctx.part = types.SimpleNamespace(id="slaac.x"), "A"
+    ctx.session, ctx.target, ctx.port = session, target, port
+    ctx.check, ctx.part, ctx.attempt = types.SimpleNamespace(id="slaac.x", area="slaac"), "A", 1
     ctx.timeline, ctx.measurements, ctx.t0 = [], {}, 0.0
     ctx.wait = lambda s: setattr(ctx.port, "t", ctx.port.t + s)
     return ctx, ledger

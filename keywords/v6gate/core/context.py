@@ -88,6 +88,11 @@ class CheckContext:
         self._advertised: dict[tuple[str, str], dict] = {}  # router (mac, ll) -> {(prefix, len): (L, A)}
         self._link_parameters: list = [set(), None]  # RA fields this check set on the DUT, and the last router
         self.primed: set[str] = set()  # node addresses the DUT was given a neighbour entry for (common setup)
+        self.fresh: list = []  # prefixes this part advertised that the DUT held no address in (core/room.py)
+        self.attempt = 1  # 2: the part's second attempt after room was made in a discovered table (core/room.py)
+        #: the part went on with an address the DUT held (scenario/offlink.py): its fresh prefix forming nothing is
+        #: no sign of a full table
+        self.used_held_address = False
         #: the RetransTimer (s) an RA of this check advertised: it replaces the target's for the rest of the check
         self.nd_advertised_retrans: float | None = None
         self.setup = setup_of(check)
@@ -216,8 +221,8 @@ class CheckContext:
 
     def needs_addresses(self, n: int) -> None:
         """This part makes the DUT hold addresses from ``n`` of its prefixes
-        at once: on a DUT whose declared table (``dut.max_addresses``) cannot,
-        SKIP now, before anything is sent."""
+        at once: on a DUT whose table cannot (declared, ``dut.max_addresses``:
+        SKIP; discovered: NOT_JUDGED), say so now, before anything is sent."""
         self.room.needs(n)
 
     def cleanup(self) -> None:
@@ -289,9 +294,10 @@ class CheckContext:
     def send(self, pkt: Packet | bytes, label: str | None = None) -> float:
         room = self.room
         forms = room.before_send(pkt)
+        held = room.held_now() if forms else set()
         t = self.port.send(pkt)
         self._remember_advertisement(pkt)
-        room.record(forms, t)
+        room.record(forms, t, held)
         self.note(f"sent {label or _summary(pkt)}")
         return t
 

@@ -62,6 +62,7 @@ class Entry:
     prefix: ipaddress.IPv6Network
     expires: float  # monotonic time the DUT's address in it is gone (grace included); inf: never
     owner: str  # the check (id#part) that first made the DUT form it
+    formed: bool | None = None  # the DUT was seen forming it (its DAD probe); None: not known yet
 
 
 class AddressLedger:
@@ -81,7 +82,18 @@ class AddressLedger:
         if left is None:
             self._entries.pop(prefix, None)
             return
-        self._entries[prefix] = Entry(prefix, now + left + EXPIRY_GRACE_S, old.owner if old and stored else owner)
+        self._entries[prefix] = Entry(prefix, now + left + EXPIRY_GRACE_S, old.owner if old and stored else owner,
+                                      old.formed if old and stored else None)
+
+    def mark_formed(self, prefix: ipaddress.IPv6Network) -> None:
+        """The DUT was seen forming its address in ``prefix`` (its DAD probe)."""
+        e = self._entries.get(prefix)
+        if e is not None:
+            e.formed = True
+
+    def forget(self, prefix: ipaddress.IPv6Network) -> None:
+        """The DUT formed no address in ``prefix``: it holds none there."""
+        self._entries.pop(prefix, None)
 
     def live(self, now: float) -> list[Entry]:
         """The prefixes in which the DUT still holds the address the run made it form, earliest expiry first."""

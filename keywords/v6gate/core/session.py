@@ -31,6 +31,8 @@ from .dut import DutView
 from .ledger import AddressLedger
 from .liveness import Liveness, presence
 from .observer import DutObserver
+from .room import ADDRESS_ROOM, AddressTable
+from .setup import JUDGED_BY
 from .target import Target, load_target
 from .verdict import Deviation, NotJudged, Outcome, Result, Verdict, reason_for, result_key
 
@@ -93,7 +95,7 @@ class Session:
         self.last_lab_timings: dict | None = None
         self.dut_state_after: dict | None = None  # what the run left on a DUT it does not reset (close())
         self.ledger = AddressLedger()  # the addresses the run's RAs made the DUT form, and when they expire
-        self._found_addresses: int | None = None  # how many the DUT had when the run found it (dut.max_addresses)
+        self.table = AddressTable(self)  # the DUT's address table: declared or discovered (core/room.py)
         #: a state an earlier check left the DUT in, running on a timer (until, why): a check on a DUT that is not
         #: reset first waits it out (see CheckContext.dut_keeps_state)
         self.settle: tuple[float, str] | None = None
@@ -182,23 +184,9 @@ class Session:
                 "how": f"read through control adapter {self.control.name}", "predicted": predicted}
 
     def address_slots(self) -> int | None:
-        """Addresses of the DUT's table (``dut.max_addresses``) free for the
-        run's prefixes: its size less what the DUT held when the run found it
-        (read through the control adapter once, leaving out addresses in the
-        prefixes the ledger already counts; else its link-local address and
-        one in the link prefix).  None: the target declares no bound."""
-        size = self.target.dut_max_addresses
-        if size is None:
-            return None
-        if self._found_addresses is None:
-            ours = [e.prefix for e in self.ledger.live(time.monotonic())]
-            try:
-                held = {a.lower() for a in self.control.addresses()} - {self.dut.link_local.lower()}
-                held = {a for a in held if not any(ipaddress.IPv6Address(a) in net for net in ours)}
-                self._found_addresses = 1 + len(held)
-            except (NotSupported, BenchError):
-                self._found_addresses = 2
-        return max(0, size - self._found_addresses)
+        """Addresses of the DUT's table free for the run's prefixes (None: no
+        bound known, declared or discovered; core/room.py)."""
+        return self.table.slots()
 
     def close(self) -> None:
         if self.port and (self.lab is None or self.lab.external_dut):
@@ -467,6 +455,73 @@ class Session:
         expected = c.expect_of(part)
         pcap = pcap_path_for(self.run_dir, c.id, part.letter, c.ipv6ready_of(part),
                              suffix=f"@{setup}" if setup and setup != "as-is" else "")
+        if fault and not self.lab:
+            raise UsageError("faults can only be applied to the embedded lab")
+        if fault and self.dut_fault:
+            raise UsageError(f"the lab DUT carries fault {self.dut_fault} for the whole run (target lab.fault): "
+                             "prove checks on a healthy lab target")
+        outcome, ctx, evidence = self._attempt(c, part, fault, pcap)
+        if ctx is not None and self.liveness is not None:
+            unformed = self.table.settle(ctx)  # which of its fresh prefixes the DUT formed an address in
+            if self.table_discovery:
+                outcome, ctx, evidence = self._retry_if_full(c, part, fault, pcap, outcome, ctx, evidence, unformed)
+        result = self._result(c, part, outcome, ctx, expected, evidence, started, time.monotonic() - t0,
+                              fault, setup or ("fault:" + fault if fault else "as-is"))
+        if self.recorder:
+            self.recorder.write(result)
+        return result
+
+    @property
+    def table_discovery(self) -> bool:
+        """The run finds the DUT's address table itself (core/room.py): a DUT
+        it does not rebuild, whose table size the target file does not give."""
+        return self.liveness is not None and self.table.declared is None
+
+    def _retry_if_full(self, c: Check, part: Part, fault, pcap, outcome: Outcome, ctx: CheckContext,
+                       evidence: dict, unformed):
+        """A part that did not PASS while its fresh prefix formed no address and
+        the DUT held addresses of the run's earlier prefixes: its table may be
+        full.  Wait until they expire and run the part once more (core/room.py)."""
+        key = result_key(c.id, part.letter)
+        suspicion = self.table.suspect(ctx, outcome, unformed)
+        if suspicion is None or (self.liveness is not None and self.liveness.dead):
+            return outcome, ctx, evidence
+        first = reason_for(outcome, c.expect_of(part))
+        wait = self.table.room_for_retry(ctx, suspicion)
+        if wait is None:
+            why = (f"the DUT formed no address in {suspicion.prefix} while it held {suspicion.held} address(es) of "
+                   f"the run's earlier prefixes: its address table looks full ({suspicion.size} addresses with its "
+                   "own), and they outlast timing.address_room_wait_s")
+            self.table.parts[key] = "not judged"
+            ctx.note(why)
+            return (NotJudged(ADDRESS_ROOM, self.table.found_at or JUDGED_BY["global-address"], why).outcome(), ctx,
+                    evidence)
+        ctx.note(f"the DUT formed no address in {suspicion.prefix} while it held {suspicion.held} address(es) of the "
+                 f"run's earlier prefixes: its address table may be full ({suspicion.size} addresses with its own); "
+                 f"waiting {wait:.1f} s for them to expire, then running the part again")
+        time.sleep(wait)
+        retry_pcap = pcap.with_name(pcap.stem + "@retry" + pcap.suffix)
+        outcome2, ctx2, evidence2 = self._attempt(c, part, fault, retry_pcap, attempt=2)
+        if ctx2 is None:
+            return outcome2, ctx2, evidence2
+        unformed2 = self.table.settle(ctx2)
+        ctx2.timeline[:0] = [(0.0, f"first attempt ({ctx.t0 - ctx2.t0:+.1f} s): {first}"),
+                             (0.0, f"waited {wait:.1f} s for room in the DUT's address table, then ran the part again")]
+        ctx2.measurements["address_room_wait_s"] = round(ctx2.measurements.get("address_room_wait_s", 0) + wait, 1)
+        ctx2.measurements["first_attempt"] = {"verdict": str(outcome.verdict), "reason": first,
+                                              "pcap": evidence.get("pcap")}
+        if not unformed2:
+            self.table.confirm(key, suspicion)
+            ctx2.note(f"the DUT's address table holds {self.table.discovered} addresses (discovered: "
+                      f"{self.table.evidence})")
+        elif any(f.held == 0 for f in unformed2):
+            self.table.refute()  # it formed nothing with room in the table: not a full table
+            ctx2.note("the DUT formed no address with room in its table either: the table was not the cause")
+        evidence2["pcap_first_attempt"] = evidence.get("pcap")
+        return outcome2, ctx2, evidence2
+
+    def _attempt(self, c: Check, part: Part, fault: str | None, pcap, attempt: int = 1):
+        """One run of the part: (outcome, the check's context or None, evidence)."""
         ctx: CheckContext | None = None
         evidence: dict = {}
         outcome: Outcome
@@ -474,11 +529,6 @@ class Session:
         counters: dict | None = None
         why_skip = self.applicability(c, part)
         interrupted = False
-        if fault and not self.lab:
-            raise UsageError("faults can only be applied to the embedded lab")
-        if fault and self.dut_fault:
-            raise UsageError(f"the lab DUT carries fault {self.dut_fault} for the whole run (target lab.fault): "
-                             "prove checks on a healthy lab target")
         mechanism = fault or self.dut_fault
         gone = self.liveness.before_part() if self.liveness is not None else None
         if why_skip:
@@ -509,6 +559,7 @@ class Session:
                     evidence["dut_mac"] = target.dut_mac  # a device standing in for the DUT (the report's dissection)
                 ctx = CheckContext(check=c, part=part, port=self.port, target=target, control=control, dut=dut,
                                    session=self)
+                ctx.attempt = attempt
                 self._wait_for_settle(ctx)
                 if not self.lab:
                     ctx.make_room_first()
@@ -552,11 +603,7 @@ class Session:
             # the tester's own side failed during the check: whatever the DUT did, the verdict means nothing
             outcome = Outcome(Verdict.ERROR, f"bench error: {bench_broke} (the check's own verdict would have been "
                                              f"{outcome.verdict}: {outcome.seen})")
-        result = self._result(c, part, outcome, ctx, expected, evidence, started, time.monotonic() - t0,
-                              fault, setup or ("fault:" + fault if fault else "as-is"))
-        if self.recorder:
-            self.recorder.write(result)
-        return result
+        return outcome, ctx, evidence
 
     def _result(self, c, part, outcome: Outcome, ctx, expected, evidence, started, duration, fault, setup) -> Result:
         waiver = self.target.waiver_for(c.id, part.letter)

@@ -30,6 +30,9 @@ def write_session_info(run_dir: Path, session, closing: bool = False) -> None:
         info["lab"]["closed"] = True
     if closing and getattr(session, "dut_state_after", None) is not None:
         info["dut_state_after"] = session.dut_state_after
+    table = getattr(session, "table", None)
+    if closing and table is not None and table.summary():
+        info["dut_table"] = table.summary()  # the DUT's address table, declared or discovered (core/room.py)
     if closing and getattr(session, "last_lab_timings", None):
         info.setdefault("lab", {})["timings_s"] = session.last_lab_timings
     path.write_text(json.dumps(info))
@@ -92,6 +95,9 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
     left = [i["dut_state_after"] for i in infos if i.get("dut_state_after")]
     if left:
         meta["dut_state_after"] = left
+    tables = [i["dut_table"] for i in infos if i.get("dut_table")]
+    if tables:
+        meta["dut_table"] = tables
     if t0 is not None:
         meta["duration_s"] = round(time.monotonic() - t0, 3)
     doc = build_document(results, run_meta=meta, baseline=baseline, expected_keys=expected_keys)
