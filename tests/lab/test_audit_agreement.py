@@ -7,6 +7,7 @@ import pytest
 from v6gate.audit.findings import ACTIVE
 from v6gate.audit.labrun import active_verdicts, capture_lab_run
 from v6gate.audit.run import audit_capture
+from v6gate.report.results import all_checks
 
 ACTIVE_OF = {active: finding for finding, active in ACTIVE.items()}
 LEAK = "dut_runs_a_dhcpv4_client_without_option_108"
@@ -32,7 +33,7 @@ def test_audit_of_a_lab_run_agrees_with_its_active_checks(run, tmp_path):
     record = capture_lab_run(items, tmp_path / "lab-run.pcapng", tmp_path / "run")
     assert {c["verdict"] for c in record["checks"]} == {expected}, record["checks"]
     _, doc = audit_capture(tmp_path / "lab-run.pcapng", hosts=[record["dut_mac"]], out=tmp_path / "audit")
-    audited = {c["id"]: c for c in doc["checks"]}
+    audited = {c["id"]: c for c in all_checks(doc)}
     active = active_verdicts(record)
     covered = {ACTIVE_OF.get(c) or ACTIVE_OF.get(f"{c}#{p}") for c, p, _ in items} - {None}
     assert set(active) == covered, active

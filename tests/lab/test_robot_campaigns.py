@@ -15,6 +15,7 @@ import yaml
 from test_robot import robot
 
 from v6gate.paths import FIXTURES, ROOT
+from v6gate.report.results import all_checks
 
 from conftest import load_results
 
@@ -70,7 +71,7 @@ def test_ipv6only_audit_campaign_selects_present_areas_and_audits_a_capture(tmp_
     assert cp.returncode == 0, cp.stdout[-3000:]
     doc = same_as_results(tmp_path / "robot", tmp_path / "run")
     audit = load_results(tmp_path / "run" / "audit")
-    ready = [c for c in audit["checks"] if c["id"] == "audit.ipv6_only_readiness"]
+    ready = [c for c in all_checks(audit) if c["id"] == "audit.ipv6_only_readiness"]
     assert [(c["part"], c["verdict"]) for c in ready] == [(ASSET, "PASS")]
     print(f"\nipv6only audit (two rdnss checks, storage when present; {capture.name}): {doc['summary']['counts']}, "
           f"audit {[(c['part'], c['verdict']) for c in ready]}")

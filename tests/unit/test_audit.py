@@ -20,12 +20,13 @@ from v6gate.audit.run import audit_capture
 from v6gate.audit.tshark import FIELDS, F
 from v6gate.errors import UsageError
 from v6gate.paths import REPORTS, ROOT
+from v6gate.report.results import all_checks
 
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed (tools/setup)")
 
 
 def verdicts_of(doc, mac):
-    return {c["id"]: c["verdict"] for c in doc["checks"] if c["part"] == mac}
+    return {c["id"]: c["verdict"] for c in all_checks(doc) if c["part"] == mac}
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -47,10 +48,10 @@ def test_the_healthy_host_is_ready_and_every_finding_is_decided(tmp_path):
     v = verdicts_of(doc, "02:00:00:00:00:02")
     assert v["audit.ipv6_only_readiness"] == "PASS"
     assert set(v.values()) == {"PASS"}, v  # DHCPv4 with 108, an OFFER with 108, DNS: the capture shows all of them
-    ready = next(c for c in doc["checks"] if c["id"] == "audit.ipv6_only_readiness")
+    ready = next(c for c in all_checks(doc) if c["id"] == "audit.ipv6_only_readiness")
     share = ready["measurements"]["ipv6_share_percent"]
     assert 50 < share < 100, "DHCPv4 asking for option 108 is allowed but is still IPv4"
-    stops = next(c for c in doc["checks"] if c["id"] == "audit.dhcpv4_stops_after_option_108")
+    stops = next(c for c in all_checks(doc) if c["id"] == "audit.dhcpv4_stops_after_option_108")
     assert stops["measurements"]["option_108_s"] == 300, "the option's value comes from Scapy (tshark shows bytes)"
     assert doc["run"]["audit"]["scapy_decoded_frames"] >= 1
 
@@ -62,7 +63,7 @@ def test_results_and_reports_are_written_and_schema_valid(tmp_path):
     html = open(paths["html"]).read()
     assert "IPv6-only readiness per host" in html and "02:00:00:00:00:02" in html
     assert doc["summary"]["exit_code"] == 1, "the dual-stack host sends IPv4: a FAIL"
-    for c in doc["checks"]:
+    for c in all_checks(doc):
         assert c["evidence"]["pcap"] in c["reason"]
 
 
@@ -76,7 +77,7 @@ def test_chunks_and_parallel_tshark_give_the_same_verdicts(tmp_path):
     assert chunked["run"]["audit"]["chunks"] == 12
 
     def key(doc):
-        return sorted((c["id"], c["part"], c["verdict"], c["seen"]) for c in doc["checks"])
+        return sorted((c["id"], c["part"], c["verdict"], c["seen"]) for c in all_checks(doc))
 
     assert key(whole) == key(chunked)
     assert whole["run"]["audit"]["hosts_seen"] >= 15
@@ -129,7 +130,7 @@ def test_an_unknown_host_is_a_usage_error(tmp_path):
 
 def test_a_host_is_found_by_an_address_it_used(tmp_path):
     _, doc = audit_capture(CAPTURES / "dual-stack-host.pcapng", hosts=["198.18.1.2"], out=tmp_path, jobs=1)
-    assert {c["part"] for c in doc["checks"]} == {"02:00:00:00:00:02"}
+    assert {c["part"] for c in all_checks(doc)} == {"02:00:00:00:00:02"}
 
 
 # -- the per-host rules on decoded fields ------------------------------------------------------------

@@ -19,6 +19,7 @@ from v6gate.audit.pcapread import Reader
 from v6gate.audit.run import audit_capture
 from v6gate.audit.tshark import FIELDS, read_fields
 from v6gate.errors import UsageError
+from v6gate.report.results import all_checks
 
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed (tools/setup)")
 #: fields no finding reads (tshark lists a few more option types than the dissector)
@@ -27,7 +28,7 @@ UNREAD = {"opt_types", "dhcp_opts"}
 
 def checks_json(doc) -> str:
     """The audit's JSON, without the time it was run at."""
-    return json.dumps([{k: v for k, v in c.items() if k != "started"} for c in doc["checks"]], sort_keys=True,
+    return json.dumps([{k: v for k, v in c.items() if k != "started"} for c in all_checks(doc)], sort_keys=True,
                       indent=1)
 
 

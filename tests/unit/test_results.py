@@ -90,9 +90,11 @@ def test_results_validate_raises_jsonschema_s_error_for_a_bad_check_and_accepts_
     with pytest.raises(jsonschema.ValidationError, match="MAYBE"):
         results.validate(bad)
 
-    def rejects_all(_check):  # a compiled validator stricter than the schema: jsonschema's word stands
-        raise results.fastjsonschema.JsonSchemaValueException("rejected")
+    import fastjsonschema
 
-    monkeypatch.setattr(results, "_check_validator", rejects_all)
+    def rejects_all(_value):  # a compiled validator stricter than the schema: jsonschema's word stands
+        raise fastjsonschema.JsonSchemaValueException("rejected")
+
+    monkeypatch.setattr(results, "_validators", {"doc": rejects_all, "check": rejects_all})
     results.validate(doc)
 

@@ -104,11 +104,6 @@ def merge_hosts(a: dict, b: dict) -> dict:
     return out
 
 
-def _count(rec: dict, key: str) -> int:
-    s = rec["signals"].get(key)
-    return s[0] if s else 0
-
-
 def classify(rec: dict, min_frames: int = MIN_FRAMES) -> tuple[str, str, list[str]]:
     """(class, why, the signals that prove it) of a record (docs/v6only.md, "Asset classes"):
 
@@ -119,12 +114,13 @@ def classify(rec: dict, min_frames: int = MIN_FRAMES) -> tuple[str, str, list[st
     - IPv6-only-capable: IPv6 and IPv4, and it asks for option 108 or runs a CLAT (ipv4only.arpa, RFC 7050):
       it would run IPv6-only where the network lets it;
     - dual-stack: IPv6 and IPv4, neither sign."""
-    v6 = _count(rec, "ipv6")
-    v4 = sum(_count(rec, k) for k in DEPENDS_ON_IPV4)
-    ask, clat = _count(rec, "dhcpv4_108"), _count(rec, "clat")
+    n = {k: v[0] for k, v in rec["signals"].items() if v}  # (each signal's count, looked up once)
+    v6 = n.get("ipv6", 0)
+    v4 = sum(n.get(k, 0) for k in DEPENDS_ON_IPV4)
+    ask, clat = n.get("dhcpv4_108", 0), n.get("clat", 0)
     seen = v6 + v4 + ask
-    dep = [k for k in DEPENDS_ON_IPV4 if _count(rec, k)]
-    signs = [k for k in ("dhcpv4_108", "clat") if _count(rec, k)]
+    dep = [k for k in DEPENDS_ON_IPV4 if n.get(k)]
+    signs = [k for k in ("dhcpv4_108", "clat") if n.get(k)]
     if seen < min_frames:
         return UNKNOWN, f"{seen} IPv6/IPv4 frames, fewer than {min_frames}", sorted(rec["signals"])
     if not v6:
@@ -132,7 +128,7 @@ def classify(rec: dict, min_frames: int = MIN_FRAMES) -> tuple[str, str, list[st
     if not v4:
         extra = f"; {ask} DHCPv4 messages asking for option 108 (allowed, RFC 8925 §3.2)" if ask else ""
         return IPV6_ONLY, f"{v6} IPv6 frames, no ARP, IPv4 or DHCPv4 without option 108{extra}", \
-            ["ipv6", *signs, *(["offer_108"] if _count(rec, "offer_108") else [])]
+            ["ipv6", *signs, *(["offer_108"] if n.get("offer_108") else [])]
     if signs:
         return CAPABLE, (f"{v6} IPv6 and {v4} IPv4 frames; " + " and ".join(
             {"dhcpv4_108": f"asks for option 108 ({ask})", "clat": f"runs a CLAT ({clat} ipv4only.arpa queries)"}[s]

@@ -50,12 +50,15 @@ def _signatures(lib) -> None:
             ("v6a_setup", None, [P, P, I64, I32, I32, I32, U32, P64, I64]),
             ("v6a_next", I32, [P, I64, I64]),
             ("v6a_frame", I32, [P, ctypes.c_char_p, I64, U32, U32, I64, I64]),
-            ("v6a_export_run", I64, [P]), ("v6a_export_hosts", I64, [P, I64]), ("v6a_output", ctypes.c_void_p, [P])):
+            ("v6a_export_run", I64, [P]), ("v6a_export_hosts", I64, [P, I64]), ("v6a_output", ctypes.c_void_p, [P]),
+            ("v6a_report", I64, [P, ctypes.POINTER(ctypes.c_char_p), I64, ctypes.c_double,
+                                 ctypes.POINTER(ctypes.c_int32), P64])):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
 
 
-SOURCES = ("engine/util.c", "engine/dissect.c", "engine/rules.c", "engine/walk.c", "engine/export.c")
+SOURCES = ("engine/util.c", "engine/dissect.c", "engine/rules.c", "engine/walk.c", "engine/export.c",
+           "engine/pyfmt.c", "engine/judge.c", "engine/report.c")
 #: the bounds the engine is built with (-D): written once, in hosts.py and capture.py
 DEFINES = {**BOUNDS, "MAX_RECORD": MAX_RECORD}
 LIBRARY = native.Library("engine", SOURCES, _signatures, depends=("engine/engine.h",), defines=DEFINES)
@@ -134,6 +137,38 @@ class Engine:
         self._check(self.lib.v6a_frame(self.ctx, fr, len(fr), lt & 0xFFFFFFFF, orig & 0xFFFFFFFF, ns, number))
 
     # -- the result ------------------------------------------------------------------------------------
+    def run(self) -> dict:
+        """The run's totals and sets: frames, decoded (option-108 values), hosts, t0 and t_last (ns or
+        None), rdnss_seen, pref64_seen."""
+        return self._json(self.lib.v6a_export_run(self.ctx))
+
+    def report(self, streams, strings: list[str], startup_window: float) -> None:
+        """Every host judged and written to ``streams`` (``hostout.Streams``) by the C writer
+        (engine/report.c): the texts ``hostout.write_python`` writes, host by host."""
+        from .hostout import COLUMNS, STREAMS, VERDICTS
+
+        text = (ctypes.c_char_p * len(strings))(*(x.encode() for x in strings))
+        cells = len(COLUMNS) * len(VERDICTS)
+        counts = (ctypes.c_int64 * (2 * cells + 1))()
+        files = streams.open("wb")
+        try:
+            fds = (ctypes.c_int32 * len(STREAMS))(*(files[name].fileno() for name in STREAMS))
+            n = self.lib.v6a_report(self.ctx, text, len(strings), startup_window, fds, counts)
+        finally:
+            for f in files.values():
+                f.close()
+        if n == -1:
+            raise _no_memory()
+        if n == -2:
+            err = counts[len(counts) - 1]
+            raise BenchError(f"v6gate audit: cannot write the report's working files in {streams.dir} "
+                             f"({os.strerror(err)}); free space there or set TMPDIR")
+        if n < 0:
+            raise RuntimeError(f"v6a_report: {n} (the strings given do not match engine/report.c)")
+        streams.hosts = n
+        streams.counts = [[counts[i * len(VERDICTS) + v] for v in range(len(VERDICTS))] for i in range(len(COLUMNS))]
+        streams.first_rows = {counts[cells + k] for k in range(cells) if counts[cells + k] >= 0}
+
     def export(self, audit: Audit) -> int:
         """The engine's hosts into ``audit`` (a fresh one), a batch at a
         time (the engine frees what it wrote); returns the option-108 values
@@ -197,6 +232,18 @@ def read(audit: Audit, path, lib, progress=None) -> dict:
     """Every frame of ``path`` judged by the engine into ``audit`` (a
     fresh one); the counters of ``fast.read_into``.  ``Unsupported``: the
     capture needs the Python path (``audit`` untouched)."""
+    engine, counts = walk(path, lib, progress)
+    try:
+        counts["decoded_108"] = engine.export(audit)
+    finally:
+        engine.close()
+    return counts
+
+
+def walk(path, lib, progress=None) -> tuple[Engine, dict]:
+    """Every frame of ``path`` judged by the engine; the engine (its hosts in it: ``report`` or ``export``
+    them, then ``close`` it) and the counters of ``fast.read_into`` (decoded_108 from ``run``).
+    ``Unsupported``: the capture needs the Python path."""
     from .pcapread import Reader
 
     reader = Reader(path)
@@ -207,10 +254,10 @@ def read(audit: Audit, path, lib, progress=None) -> dict:
         for _, ns, orig, lt, fr in reader:
             engine.frame(fr, lt, orig, ns, reader.frames)
             read_by_reader += 1
-        decoded = engine.export(audit)
-    finally:
+    except BaseException:
         engine.close()
+        raise
     if progress is not None:
         progress.finish(reader.frames, reader.bytes_read)
-    return {"packets": reader.frames, "decoded_108": decoded, "bytes": reader.size, "engine": "c",
-            "pid": os.getpid(), "frames_read_by_python": read_by_reader}
+    return engine, {"packets": reader.frames, "bytes": reader.size, "engine": "c", "pid": os.getpid(),
+                    "frames_read_by_python": read_by_reader}

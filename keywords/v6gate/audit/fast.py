@@ -96,6 +96,65 @@ def read_into(audit: Audit, path, *, deep_only: bool = False, progress: Progress
             "pid": os.getpid()}
 
 
+class Read:
+    """A capture read for its report: by the C engine, its hosts left in it (``engine``), or on the Python
+    path (``audit``).  ``write`` judges the hosts into the report's streams (the C writer, or hostout.py's
+    for the Python path and for a selection of hosts); ``audit()`` gives the hosts as ``hosts.Audit``."""
+
+    def __init__(self, counts: dict, *, engine: core.Engine | None = None, audit: Audit | None = None):
+        self.counts, self.engine, self._audit = counts, engine, audit
+        if engine is not None:
+            run = engine.run()
+            counts["decoded_108"] = run["decoded"]
+            self.frames, self.hosts = run["frames"], run["hosts"]
+            self.t0 = core._t(run["t0"]) if run["t0"] is not None else None
+            self.t_last = core._t(run["t_last"]) if run["t0"] is not None else 0.0
+            self.rdnss_seen, self.pref64_seen = set(run["rdnss_seen"]), set(run["pref64_seen"])
+        else:
+            self.frames, self.hosts = audit.frames, len(audit.hosts)
+            self.t0, self.t_last = audit.t0, audit.t_last
+            self.rdnss_seen, self.pref64_seen = audit.rdnss_seen, audit.pref64_seen
+
+    def audit(self) -> Audit:
+        """The hosts as ``hosts.Audit`` (the engine's exported: it keeps none after)."""
+        if self._audit is None:
+            audit = Audit()
+            self.engine.export(audit)
+            self.engine.close()
+            self.engine, self._audit = None, audit
+        return self._audit
+
+    def write(self, streams, capture_name: str, pcap: str, macs: list[str] | None = None):
+        """Every host (or those of ``macs``) judged and written to ``streams``, in MAC order."""
+        from .hostout import STARTUP_WINDOW, strings, write_python
+
+        if self.engine is not None and macs is None:
+            self.engine.report(streams, strings(capture_name, pcap), STARTUP_WINDOW)
+            return streams
+        audit = self.audit()
+        return write_python(streams, audit, list(audit.hosts) if macs is None else macs, capture_name, pcap)
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+
+
+def read(path, *, progress: Progress | None = None) -> Read:
+    """Every frame of ``path`` judged, for its report: by the C engine (its hosts kept in it), or on the
+    Python path (no compiler; a time beyond 64-bit ns), as ``read_into`` chooses."""
+    lib = core.load()
+    if lib is not None:
+        try:
+            engine, counts = core.walk(path, lib, progress=progress)
+            return Read(counts, engine=engine)
+        except core.Unsupported as exc:
+            print(f"v6gate audit: {exc}; the Python path reads this capture", file=sys.stderr)
+    audit = Audit()
+    counts = read_into(audit, path, deep_only=True, progress=progress)
+    return Read(counts, audit=audit)
+
+
 def scan(audit: Audit, reader: Reader, state: dict, *, progress: Progress | None = None) -> int:
     """The Python path: every frame of ``reader`` dissected (tshark's
     fields) and added to ``audit``; returns the frames read."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import html
+import functools
 import io
 import ipaddress
 import json
@@ -330,12 +330,17 @@ def _atomic(path: Path, pieces) -> None:
     os.replace(tmp, path)
 
 
+_compact = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps(x, separators=(",", ":"))
+_BATCH = 1000  # assets encoded at once (an encoder call per asset cost more than the encoding)
+
+
 def _json_pieces(doc: dict):
-    """The document as compact JSON, its assets last, an asset at a time."""
-    head = json.dumps({k: v for k, v in doc.items() if k != "assets"}, separators=(",", ":"))
+    """The document as compact JSON, its assets last, a thousand assets at a time."""
+    head = _compact({k: v for k, v in doc.items() if k != "assets"})
     yield head[:-1] + ',"assets":['
-    for i, r in enumerate(doc["assets"]):
-        yield ("," if i else "") + json.dumps(r, separators=(",", ":"))
+    rows = doc["assets"]
+    for i in range(0, len(rows), _BATCH):
+        yield ("," if i else "") + _compact(rows[i:i + _BATCH])[1:-1]
     yield "]}\n"
 
 
@@ -377,8 +382,15 @@ def summary_csv(doc: dict) -> str:
     return buf.getvalue()
 
 
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"})
+
+
 def _e(x) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
+    """``html.escape(x, quote=True)``, translated only when it must be (most values need nothing)."""
+    s = "" if x is None else x if type(x) is str else str(x)
+    if "&" in s or "<" in s or ">" in s or '"' in s or "'" in s:
+        return s.translate(_HTML)
+    return s
 
 
 def _link(n, **filt) -> str:
@@ -455,13 +467,14 @@ def html_pieces(doc: dict):
                '<th>exception</th></tr></thead><tbody>')
     yield "".join(out)
     six = set(doc.get("counts_as_ipv6_only") or [IPV6_ONLY])
-    for r in doc["assets"]:
-        yield _asset_row(r, r["in_inventory"] or doc["basis"] != "inventory", six)
+    rows, basis = doc["assets"], doc["basis"] != "inventory"
+    for i in range(0, len(rows), _BATCH):  # (a thousand rows a write)
+        yield "".join([_asset_row(r, r["in_inventory"] or basis, six) for r in rows[i:i + _BATCH]])
     yield "</tbody></table>\n"
 
 
 def _asset_row(r: dict, counted: bool, six: set) -> str:
-    ev = "<br>".join(f"{_e(e['title'])} &times;{e['count']}: <a href=\"file://{_e(_abs(e['path']))}\">"
+    ev = "<br>".join(f"{_e(e['title'])} &times;{e['count']}: <a href=\"file://{_abs(e['path'])}\">"
                      f"{_e(e['capture'])}</a> frame {e['frame']} <small>{_e(e['what'][:120])}</small>"
                      for e in r["evidence"])
     exc = r["exception"]
@@ -477,6 +490,8 @@ def _asset_row(r: dict, counted: bool, six: set) -> str:
             f"<td>{_e(exc['status'] + ', retire by ' + exc['retire_by']) if exc else ''}</td></tr>")
 
 
+@functools.lru_cache(maxsize=1024)
 def _abs(path: str) -> str:
+    """A capture's path as a link target (made once per capture, not per asset)."""
     p = Path(path)
-    return str(p if p.is_absolute() else ROOT / p)
+    return _e(str(p if p.is_absolute() else ROOT / p))

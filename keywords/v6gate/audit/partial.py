@@ -51,6 +51,26 @@ def from_audit(audit: Audit, path, packets: int, *, name: str | None = None, fin
     return {FORMAT: VERSION, "captures": {name: info}, "hosts": hosts}
 
 
+def from_records(records: str, path, packets: int, *, t0: float | None, t_last: float, name: str | None = None) -> dict:
+    """The partial of one capture's audit from its report's records (``hostout``'s "records" stream: each
+    host that sent frames, ``"MAC":{record}``, in MAC order)."""
+    name = name or capture_name(path)
+    hosts = json.loads("{" + records + "}")
+    info = {"path": shown(path), "frames": packets, "bytes": os.path.getsize(path), "hosts": len(hosts),
+            "first_t": t0, "last_t": t_last if t0 is not None else None}
+    return {FORMAT: VERSION, "captures": {name: info}, "hosts": hosts}
+
+
+def records_text(streams, part: dict):
+    """``part``'s JSON text (``dump``'s) in pieces, its hosts the records stream's text as it is."""
+    head = json.dumps({FORMAT: VERSION, "captures": part["captures"]}, separators=(",", ":"))
+    yield head[:-1] + ',"hosts":{'
+    with open(streams.paths["records"], encoding="utf-8") as f:
+        while chunk := f.read(1 << 20):
+            yield chunk
+    yield "}}"
+
+
 def merge(a: dict, b: dict) -> dict:
     """The partial of the captures of ``a`` and ``b`` (neither is changed)."""
     both = sorted(set(a["captures"]) & set(b["captures"]))
@@ -71,12 +91,16 @@ def merge_all(partials) -> dict:
     return reduce(merge, partials)
 
 
-def dump(doc: dict, path) -> Path:
-    """Written whole to a temporary name, then renamed: never half-written."""
+def dump(doc: dict, path, text=None) -> Path:
+    """Written whole to a temporary name, then renamed: never half-written.  ``text``: the document's
+    compact JSON text in pieces (``records_text``), when it is made already."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w") as f:
-        f.write(json.dumps(doc, separators=(",", ":")))  # (json.dump would take the pure-Python encoder)
+        if text is None:
+            f.write(json.dumps(doc, separators=(",", ":")))  # (json.dump would take the pure-Python encoder)
+        else:
+            f.writelines(text)
         f.write("\n")
     os.replace(tmp, path)
     return path

@@ -7,16 +7,18 @@ import datetime as dt
 import gc
 import ipaddress
 import os
+import platform
 import resource
 import time
 from pathlib import Path
 
 from ..errors import UsageError
 from ..paths import REPORTS, shown
-from ..report.results import host_info, now_iso, tool_versions
+from ..report.results import host_info, now_iso
 from ..util.proc import need
 from . import fleet, partial
 from .capture import capture_format, read_frame_at
+from .hostout import Streams
 from .hosts import Audit
 from .report import build_document, write_all
 from .tshark import ReadStats, read_fields
@@ -58,14 +60,8 @@ def _peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-class _Count:
-    def __init__(self, decoded: int):
-        self.decoded = decoded
-
-
 def _select(audit: Audit, wanted: list[str]) -> list[str]:
-    if not wanted:
-        return sorted(audit.hosts, key=lambda m: -audit.hosts[m].frames)
+    """The hosts ``--host`` names (by MAC, or an address they used)."""
     chosen = []
     for w in wanted:
         key = w.strip().lower()
@@ -122,54 +118,69 @@ def audit_capture(capture: str | Path, *, hosts: list[str] | None = None, out: s
     stats = ReadStats()
     core = None
     if engine == "fast":
-        from .fast import Progress, read_into
+        from .fast import Progress, read
 
-        audit = Audit()
-        counts = read_into(audit, path, progress=Progress(path.stat().st_size, force=progress))
-        stats.packets, decoder = counts["packets"], _Count(counts["decoded_108"])
-        jobs, chunk_frames, core = 1, None, counts["engine"]
+        got = read(path, progress=Progress(path.stat().st_size, force=progress))
+        stats.packets, decoded = got.counts["packets"], got.counts["decoded_108"]
+        jobs, chunk_frames, core = 1, None, got.counts["engine"]
     else:
+        from .fast import Read
+
         jobs = jobs or max(1, min(2, os.cpu_count() or 1))
         decoder = Option108(path, fmt)
         audit = Audit(option_108=decoder)
         for frame, offset, fields in read_fields(path, chunk_frames=chunk_frames, jobs=jobs, stats=stats):
             audit.add(frame, offset, fields)
-    elapsed = time.monotonic() - t0
-    reading_rss = _peak_rss_kib()  # before the results of every host are built
-    if not stats.packets:
-        raise UsageError(f"{path}: the capture holds no packets")
-    if not audit.hosts:
-        raise UsageError(f"{path}: no Ethernet source address in its {stats.packets} packets (a capture on Linux's "
-                         "'any' device has none); capture on the link's Ethernet interface")
-    macs = _select(audit, hosts or [])
-    py_rss = _peak_rss_kib()
-    info = {
-        "capture": shown(path), "format": fmt, "bytes": path.stat().st_size, "packets": stats.packets,
-        "hosts_seen": len(audit.hosts), "hosts_reported": len(macs), "duration_s": round(elapsed, 3),
-        "packets_per_s": round(stats.packets / elapsed) if elapsed > 0 else None,
-        "capture_span_s": round(audit.t_last - audit.t0, 3) if audit.t0 is not None else 0,
-        "engine": engine, "jobs": jobs, "chunk_frames": chunk_frames, "chunks": stats.chunks,
-        "peak_rss_mib": {"v6gate": round(py_rss / 1024, 1), "tshark": round(stats.tshark_max_rss_kib / 1024, 1)},
-        "peak_rss_reading_mib": round(reading_rss / 1024, 1),
-        "scapy_decoded_frames": decoder.decoded, **({"judged_by": core} if core else {}),
-        "rdnss_seen": sorted(audit.rdnss_seen), "pref64_seen": sorted(audit.pref64_seen),
-    }
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    out_dir = Path(out) if out else REPORTS / "audit" / f"{stamp}-{path.stem[:40]}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    meta = {"id": out_dir.name, "started": started, "finished": now_iso(), "command": command, "profile": "default",
-            "target": {"name": path.name, "kind": "capture", "source": shown(path)},
-            "tool": {**tool_versions(), "tshark": _tshark_version() if engine == "tshark" else None}, "host": host_info(), "lab": None,
-            "workers": jobs, "phases": [], "duration_s": round(elapsed, 3), "audit": info}
-    records: dict | None = {} if fleet_inputs is not None else None
-    doc = build_document(audit, macs, path, started, meta, records)  # its checks on disk, in a Spool
+        got, decoded = Read({"packets": stats.packets}, audit=audit), decoder.decoded
+    try:
+        elapsed = time.monotonic() - t0
+        reading_rss = _peak_rss_kib()  # before the report is made
+        if not stats.packets:
+            raise UsageError(f"{path}: the capture holds no packets")
+        if not got.hosts:
+            raise UsageError(f"{path}: no Ethernet source address in its {stats.packets} packets (a capture on Linux's "
+                             "'any' device has none); capture on the link's Ethernet interface")
+        macs = _select(got.audit(), hosts) if hosts else None
+        info = {
+            "capture": shown(path), "format": fmt, "bytes": path.stat().st_size, "packets": stats.packets,
+            "hosts_seen": got.hosts, "hosts_reported": len(macs) if macs is not None else got.hosts,
+            "duration_s": round(elapsed, 3), "packets_per_s": round(stats.packets / elapsed) if elapsed > 0 else None,
+            "capture_span_s": round(got.t_last - got.t0, 3) if got.t0 is not None else 0,
+            "engine": engine, "jobs": jobs, "chunk_frames": chunk_frames, "chunks": stats.chunks,
+            "peak_rss_mib": {"v6gate": round(reading_rss / 1024, 1), "tshark": round(stats.tshark_max_rss_kib / 1024, 1)},
+            "peak_rss_reading_mib": round(reading_rss / 1024, 1),
+            "scapy_decoded_frames": decoded, **({"judged_by": core} if core else {}),
+            "rdnss_seen": sorted(got.rdnss_seen), "pref64_seen": sorted(got.pref64_seen),
+        }
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        out_dir = Path(out) if out else REPORTS / "audit" / f"{stamp}-{path.stem[:40]}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        meta = {"id": out_dir.name, "started": started, "finished": now_iso(), "command": command,
+                "profile": "default", "target": {"name": path.name, "kind": "capture", "source": shown(path)},
+                "tool": audit_tools(engine), "host": host_info(), "lab": None, "workers": jobs, "phases": [],
+                "duration_s": round(elapsed, 3), "audit": info}
+        pcap = shown(path)  # (once: it resolves the path)
+        streams = got.write(Streams(), partial.capture_name(path), pcap, macs)  # every host judged, in MAC order
+    finally:
+        got.close()  # (the engine's hosts: some 5 KiB a host)
+    doc = build_document(streams, path, started, pcap, meta)
     fleet_paths = {}
     if fleet_inputs is not None:
-        part = partial.from_audit(audit, path, stats.packets, records=records)
-        del audit, records  # (the hosts' state: some 5 KiB a host)
-        fleet_paths = write_fleet(part, fleet_inputs, out_dir)
+        part = partial.from_records(streams.read("records"), path, stats.packets, t0=got.t0, t_last=got.t_last)
+        fleet_paths = write_fleet(part, fleet_inputs, out_dir, text=partial.records_text(streams, part))
     paths = write_all(out_dir, doc)
     return {**{k: str(v) for k, v in paths.items()}, **fleet_paths}, doc
+
+
+def audit_tools(engine: str) -> dict:
+    """The tools an audit ran: v6gate and Python (and tshark with --engine tshark); not those a run drives
+    (dumpcap, radvd, iproute2: three more processes for each audit)."""
+    from .. import __version__
+
+    out = {"v6gate": __version__, "python": platform.python_version()}
+    if engine == "tshark":
+        out["tshark"] = _tshark_version()
+    return out
 
 
 class FleetInputs:
@@ -182,12 +193,14 @@ class FleetInputs:
         self.exceptions = fleet.load_exceptions(exceptions, self.as_of) if exceptions else []
 
 
-def write_fleet(part: dict, inputs: FleetInputs, out_dir: Path) -> dict:
+def write_fleet(part: dict, inputs: FleetInputs, out_dir: Path, text=None) -> dict:
     """partial.json and the fleet report (fleet.json, fleet-assets.csv, fleet-summary.csv, fleet.html) of
-    ``part`` in ``out_dir``; the paths as text, and the fleet document under "fleet_doc"."""
+    ``part`` in ``out_dir``; the paths as text, and the fleet document under "fleet_doc".  ``text``: the
+    partial's JSON text in pieces, when it is made already."""
     doc = fleet.build(part, inputs.plan, inventory=inputs.inventory, exceptions=inputs.exceptions,
                       as_of=inputs.as_of)
-    paths = {"partial": partial.dump(part, Path(out_dir) / "partial.json"), **fleet.write_all(doc, out_dir)}
+    paths = {"partial": partial.dump(part, Path(out_dir) / "partial.json", text=text),
+             **fleet.write_all(doc, out_dir)}
     return {**{k: str(v) for k, v in paths.items()}, "fleet_doc": doc}
 
 

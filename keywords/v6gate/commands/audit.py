@@ -80,9 +80,8 @@ def cmd_audit(args) -> int:
     print(f"v6gate audit: {info['packets']} packets, {info['hosts_seen']} hosts in {info['duration_s']} s "
           f"({info['packets_per_s']} packets/s, {info['engine']} engine); peak memory "
           + ", ".join(f"{v} MiB {k}" for k, v in info['peak_rss_mib'].items() if v))
-    for part, verdict, share, failing in doc["checks"].hosts:  # (the checks stay on disk)
-        print(f"  {part}  {verdict:4}  IPv6 {share if share is not None else '-'}%"
-              + (f"  failing: {', '.join(failing)}" if failing else ""))
+    sys.stdout.flush()
+    sys.stdout.writelines(doc["audit"].chunks("lines"))  # a line per host: the streams' (on disk)
     print(f"v6gate: report {paths['html']}\n        results {paths['results']}")
     return max(doc["summary"]["exit_code"], _print_fleet(paths))
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import yamlfile
 from ..paths import FIXTURES
+from . import results
 
 DATA = FIXTURES / "compliance" / "capabilities.yaml"
 COLUMNS = ("PASS", "FAIL", "waived", "SKIP", "NOT_JUDGED", "ERROR", "INCONCLUSIVE")
@@ -91,19 +92,18 @@ def matrix(doc: dict) -> dict:
     specs = [(cap, cat.get(cap, {})) for cap in names]
     tally = {cap: (dict.fromkeys(COLUMNS, 0), []) for cap in names}
     supported: dict[tuple, list] = {}  # (id, area, capabilities, kind) -> the capabilities it supports
-    checks = doc["checks"]
-    # one pass; a sequence read back from disk (an audit's) gives what the matrix reads of each check
-    for c in checks.briefs() if hasattr(checks, "briefs") else checks:
+    # one pass; an audit's host table gives a count per finding and verdict (results.brief_counts)
+    for c, n, fails in results.brief_counts(doc):
         k = (c.get("id"), c.get("area"), tuple(c.get("capabilities") or ()), c.get("kind"))
         caps = supported.get(k)
         if caps is None:
             caps = supported[k] = [cap for cap, spec in specs if supports(c, cap, spec)]
+        col = _column(c)
         for cap in caps:
             counts, failing = tally[cap]
-            col = _column(c)
-            counts[col] += 1
+            counts[col] += n
             if col == "FAIL":
-                failing.append(f"{c['id']}{'#' + c['part'] if c.get('part') else ''}")
+                failing += fails
     for cap, spec in specs:
         counts, failing = tally[cap]
         parts = sum(counts.values())

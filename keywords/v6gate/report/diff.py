@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import untrusted
 from ..errors import UsageError
+from .results import SCHEMAS, all_checks
 from .triage import key, signature
 
 EXIT_SAME, EXIT_NEW_FAIL, EXIT_USAGE, EXIT_UNDECIDED = 0, 1, 2, 3
@@ -28,9 +29,28 @@ def load(path: str | Path) -> tuple[dict, Path]:
     if not f.is_file():
         raise UsageError(f"{path}: not a run directory with a results.json, nor a results.json file")
     doc = untrusted.load_json(f, untrusted.RUN_OUTPUT.but(kind="results.json"))
-    if not isinstance(doc, dict) or doc.get("schema") != "v6gate/results/1" or not isinstance(doc.get("checks"), list):
-        raise UsageError(f"{f}: not a v6gate results.json (schema v6gate/results/1); pass a run's results.json")
+    if not isinstance(doc, dict) or doc.get("schema") not in SCHEMAS or not isinstance(doc.get("checks"), list) \
+            or not _table_ok(doc.get("audit")):
+        raise UsageError(f"{f}: not a v6gate results.json (schema {' or '.join(SCHEMAS)}); pass a run's or an "
+                         "audit's results.json")
     return doc, f
+
+
+def _table_ok(table) -> bool:
+    """An audit's host table (v6gate/results/2) that ``all_checks`` can expand (or none)."""
+    if table is None:
+        return True
+    try:
+        n = len(table["findings"])
+        return isinstance(table["check"], dict) and all(
+            isinstance(f, dict) and all(isinstance(f.get(k), str) for k in ("id", "title", "rfc", "expected"))
+            for f in table["findings"]) and all(
+            isinstance(row, list) and len(row) == 2 and isinstance(row[0], str) and isinstance(row[1], list)
+            and len(row[1]) == n and all(c is None or (isinstance(c, list) and len(c) == 3 and isinstance(c[0], str)
+                                                       and isinstance(c[1], str) and isinstance(c[2], dict))
+                                         for c in row[1]) for row in table["hosts"])
+    except (TypeError, KeyError):
+        return False
 
 
 def _label(doc: dict) -> str:
@@ -67,8 +87,8 @@ def _gate_moves(old: dict, new: dict) -> list[dict]:
 
 
 def compare(old: dict, new: dict) -> dict:
-    o = {key(c): c for c in old["checks"]}
-    n = {key(c): c for c in new["checks"]}
+    o = {key(c): c for c in all_checks(old)}
+    n = {key(c): c for c in all_checks(new)}
     newly_failing, fixed, reason_changed, other, undecided, gates = [], [], [], [], [], []
     for k, c in n.items():
         was = o.get(k)
@@ -90,11 +110,11 @@ def compare(old: dict, new: dict) -> dict:
     only_old = sorted(set(o) - set(n))
     only_new = sorted(set(n) - set(o))
     code = EXIT_NEW_FAIL if newly_failing else EXIT_UNDECIDED if undecided else EXIT_SAME
-    areas = sorted({c["area"] for c in old["checks"]} | {c["area"] for c in new["checks"]})
+    areas = sorted({c["area"] for c in o.values()} | {c["area"] for c in n.values()})
 
-    def counts(doc, area):
+    def counts(checks, area):
         out = {}
-        for c in doc["checks"]:
+        for c in checks.values():
             if c["area"] == area:
                 out[c["verdict"]] = out.get(c["verdict"], 0) + 1
         return out
@@ -111,7 +131,7 @@ def compare(old: dict, new: dict) -> dict:
         "newly_failing": newly_failing, "fixed": fixed, "reason_changed": reason_changed,
         "newly_undecided": undecided, "other_changes": other, "gates_moved": gates,
         "only_in_old": only_old, "only_in_new": only_new, "common": len(set(o) & set(n)),
-        "by_area": [{"area": a, "old": counts(old, a), "new": counts(new, a)} for a in areas],
+        "by_area": [{"area": a, "old": counts(o, a), "new": counts(n, a)} for a in areas],
         "capabilities": [{"capability": k, **v} for k, v in caps.items()],
         "exit_code": code,
     }

@@ -41,9 +41,22 @@ def env() -> jinja2.Environment:
     if _ENV is None:
         _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                                   autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
-                                  undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+                                  undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True,
+                                  bytecode_cache=_bytecode_cache())
         _ENV.filters["num"] = _num
     return _ENV
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """The templates compiled once into build/jinja/ (keyed by their source's checksum: an edited template is
+    compiled again); compiling them took some 60 ms of a one-second audit.  None where build/ cannot be
+    written (the templates are then compiled in memory each time)."""
+    d = ROOT / "build" / "jinja"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(d)) if os.access(d, os.W_OK) else None
 
 
 def _num(v, fmt: str = "{:.4g}") -> str:
@@ -73,15 +86,16 @@ def _extra(c: dict, report_dir: Path) -> Markup:
 
 def _pages(doc: dict, report_dir: Path, *, baseline_doc: dict | None = None,
            dissect: bool = True) -> dict[str, tuple[jinja2.Template, dict]]:
-    """name -> (template, context) of every page of the report.  A check sequence read back from disk
-    (the audit's) brings its own triage view and filter values (``triage_view``, ``filter_values``),
-    made while its checks were written: ``triage.build`` would hold every check in memory."""
+    """name -> (template, context) of every page of the report.  An audit's host table, while it is
+    written, brings its own triage view and filter values (``triage_view``, ``filter_values``), made
+    from its streams: ``triage.build`` would hold every check in memory."""
     from . import compliance, diff
 
     t0 = time.monotonic()
     report_dir = Path(report_dir)
     checks = doc["checks"]
-    view = getattr(checks, "triage_view", None) or triage.build(doc)
+    made = doc.get("audit") if hasattr(doc.get("audit"), "triage_view") else checks
+    view = getattr(made, "triage_view", None) or triage.build(_listed(doc))
     dissections = {}
     if dissect:
         from .dissect import dissect_checks
@@ -101,13 +115,22 @@ def _pages(doc: dict, report_dir: Path, *, baseline_doc: dict | None = None,
         **common, page="report.html", view=view, dissections=dissections,
         link=lambda p: rel_link(p, report_dir), extra=lambda c: _extra(c, report_dir),
         sections=_sections(doc, report_dir),
-        filters=getattr(checks, "filter_values", None) or triage.filter_values(doc), delta=delta,
+        filters=getattr(made, "filter_values", None) or triage.filter_values(_listed(doc)), delta=delta,
         build_s=round(time.monotonic() - t0, 2)))
     out["compliance.html"] = (e.get_template("compliance.html.j2"),
                               dict(**common, page="compliance.html", matrix=matrix, columns=compliance.COLUMNS))
     if delta is not None:
         out["diff.html"] = (e.get_template("diff.html.j2"), dict(**common, page="diff.html", delta=delta))
     return out
+
+
+def _listed(doc: dict) -> dict:
+    """``doc`` with every check in "checks" (a v6gate/results/2 document's host table expanded)."""
+    if doc.get("audit") is None:
+        return doc
+    from .results import all_checks
+
+    return {**doc, "checks": list(all_checks(doc))}
 
 
 def _sections(doc: dict, report_dir: Path):

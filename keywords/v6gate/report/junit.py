@@ -18,12 +18,16 @@ def write_junit(doc: dict, path: Path) -> None:
         f.write(tail)
 
 
-def suite_head_tail(doc: dict, tests: int, seconds: float) -> tuple[str, str]:
-    """The text of the testsuites element before and after its testcases."""
+def suite_head_tail(doc: dict, tests: int, seconds: float, *, failures: int | None = None, errors: int | None = None,
+                    skipped: int | None = None) -> tuple[str, str]:
+    """The text of the testsuites element before and after its testcases (the counts: the summary's,
+    unless given: an audit's testcases are hosts)."""
     counts = doc["summary"]["counts"]
+    failures = counts["FAIL"] + counts["INCONCLUSIVE"] if failures is None else failures
+    errors = counts["ERROR"] if errors is None else errors
+    skipped = counts["SKIP"] + counts.get("NOT_JUDGED", 0) if skipped is None else skipped
     suite = ET.Element("testsuite", name=f"v6gate {doc['run']['target'].get('name', '')}",
-                       tests=str(tests), failures=str(counts["FAIL"] + counts["INCONCLUSIVE"]),
-                       errors=str(counts["ERROR"]), skipped=str(counts["SKIP"] + counts.get("NOT_JUDGED", 0)),
+                       tests=str(tests), failures=str(failures), errors=str(errors), skipped=str(skipped),
                        time=f"{seconds:.3f}", timestamp=doc["run"]["started"])
     ET.SubElement(suite, "cases")
     root = ET.Element("testsuites")

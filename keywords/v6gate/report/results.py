@@ -14,15 +14,15 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import fastjsonschema
-import jsonschema
-
 from .. import __version__, untrusted
-from ..core.verdict import Result
+from ..core.verdict import _RESULT_FIELDS, Result
 from ..errors import UsageError
 from ..paths import REPORTS
 
 SCHEMA = REPORTS / "schema" / "results.schema.json"
+SCHEMA_V1 = "v6gate/results/1"  # every check in "checks" (a run)
+SCHEMA_V2 = "v6gate/results/2"  # an audit: "checks" and the host table "audit" (audit_checks expands it)
+SCHEMAS = (SCHEMA_V1, SCHEMA_V2)
 
 # Exit codes of `v6gate run` (documented in README.md)
 EXIT_OK = 0  # every check PASSed, was SKIPped, or FAILed only where waived / in the baseline
@@ -60,8 +60,8 @@ def _baseline_failures(path: str | None) -> set[str]:
         doc = untrusted.load_json(path, untrusted.RUN_OUTPUT.but(kind="results.json"))
     except UsageError as exc:
         raise UsageError(f"--baseline {exc}") from None
-    checks = doc.get("checks") if isinstance(doc, dict) else None
-    return {f"{c['id']}{'#' + str(c['part']) if c.get('part') else ''}" for c in checks or []
+    checks = all_checks(doc) if isinstance(doc, dict) and isinstance(doc.get("checks"), list) else []
+    return {f"{c['id']}{'#' + str(c['part']) if c.get('part') else ''}" for c in checks
             if isinstance(c, dict) and c.get("verdict") == "FAIL" and isinstance(c.get("id"), str)}
 
 
@@ -161,7 +161,7 @@ def build_document(results: list[Result], *, run_meta: dict, baseline: str | Non
             d["baseline_failure"] = r.verdict == "FAIL" and not r.waived and r.key in known
             checks.append(d)
     doc = {
-        "schema": "v6gate/results/1",
+        "schema": SCHEMA_V1,
         "run": {**run_meta, "baseline": baseline},
         "summary": summarize(results, baseline=baseline, expected_keys=expected_keys),
         "checks": checks,
@@ -173,42 +173,143 @@ def build_document(results: list[Result], *, run_meta: dict, baseline: str | Non
     return doc
 
 
-_check_validator = None
+_validators: dict[str, Callable] = {}
 
 
-def _check_schema_validator():
-    """One check against the schema's check definition, compiled to Python by
-    fastjsonschema (some 11 us a check against jsonschema's 245: an audit of
-    7,000 hosts has 63,000 checks).  The definition uses only keywords that
-    draft 7 has (type, enum, const, required, properties, items,
-    additionalProperties, pattern, minLength, minimum), so it is compiled as
-    draft 7; a check it rejects is validated again by jsonschema, whose
-    error is the one raised (and whose word is final)."""
-    global _check_validator
-    if _check_validator is None:
-        schema = json.loads(SCHEMA.read_text())
-        check = {**schema["$defs"]["check"], "$defs": schema["$defs"],
-                 "$schema": "http://json-schema.org/draft-07/schema#"}
-        _check_validator = fastjsonschema.compile(check)
-    return _check_validator
+def _schema() -> dict:
+    return json.loads(SCHEMA.read_text())
+
+
+def _fast(name: str) -> Callable:
+    """The schema (``doc``) or its check definition (``check``) compiled to Python by fastjsonschema (some
+    11 us a check against jsonschema's 245; importing jsonschema alone takes 70 ms of a 1-second audit).
+    The schema uses only keywords that draft 7 has (type, enum, const, required, properties, items,
+    additionalProperties, pattern, minLength, minimum), so it is compiled as draft 7; what it rejects is
+    validated again by jsonschema, whose error is the one raised (and whose word is final)."""
+    if name not in _validators:
+        import fastjsonschema
+
+        schema = _schema()
+        if name == "check":
+            schema = {**schema["$defs"]["check"], "$defs": schema["$defs"]}
+        _validators[name] = fastjsonschema.compile({**schema, "$schema": "http://json-schema.org/draft-07/schema#"})
+    return _validators[name]
+
+
+def _validate(name: str, value) -> None:
+    import fastjsonschema
+
+    try:
+        _fast(name)(value)
+    except fastjsonschema.JsonSchemaException:  # jsonschema decides: its error, or it accepts
+        import jsonschema
+
+        schema = _schema()
+        if name == "check":
+            schema = {**schema["$defs"]["check"], "$defs": schema["$defs"]}
+        jsonschema.Draft202012Validator(schema).validate(value)
 
 
 def validate(doc: dict) -> None:
-    schema = json.loads(SCHEMA.read_text())
-    # the document without its checks (which may be a sequence read from disk), then each check
-    jsonschema.Draft202012Validator(schema).validate({**doc, "checks": []})
+    """The document against the schema: its head (without its checks, which may be a sequence read from
+    disk, and without the rows of its host table), then each check; a host table of the writer
+    (``samples()``: one row of each finding and verdict) by those rows, and their checks, whole."""
+    table = doc.get("audit")
+    head = {**doc, "checks": []}
+    if table is not None:
+        head["audit"] = {**(table.head if hasattr(table, "head") else table), "hosts": []}
+    _validate("doc", head)
     for c in doc["checks"]:
-        validate_check(c, schema)
+        validate_check(c)
+    if table is not None:
+        rows = table.samples() if hasattr(table, "samples") else table["hosts"]
+        part = {**head["audit"], "hosts": list(rows)}
+        _validate("doc", {**head, "audit": part})
+        for c in audit_checks(part):
+            validate_check(c)
 
 
 def validate_check(c: dict, schema: dict | None = None) -> None:
     """One check against the schema's check definition (fastjsonschema's, and jsonschema's word when it
     rejects)."""
-    try:
-        _check_schema_validator()(c)
-    except fastjsonschema.JsonSchemaException:  # jsonschema decides: its error, or it accepts the check
-        schema = schema or json.loads(SCHEMA.read_text())
-        jsonschema.Draft202012Validator({**schema["$defs"]["check"], "$defs": schema["$defs"]}).validate(c)
+    _validate("check", c)
+
+
+# -- an audit's host table (schema v6gate/results/2) --------------------------------------------------------
+#: what a check of the host table holds itself (the rest its table's "check" holds, the same for all)
+TABLE_FIELDS = ("id", "part", "title", "rfc", "verdict", "reason", "expected", "seen", "measurements")
+
+
+def expand_check(finding: dict, shared: dict, part: str, cell: list) -> dict:
+    """The check of one host table cell ([verdict, seen, measurements] of the host ``part`` and the
+    finding ``finding``), as a v6gate/results/1 document lists it: its fields in their order, the reason
+    "expected E; seen S (pcap: P)" (PASS, FAIL) or "S (pcap: P)"."""
+    verdict, seen, measurements = cell
+    pcap = (shared.get("evidence") or {}).get("pcap")
+    reason = (f"expected {finding['expected']}; seen {seen} (pcap: {pcap})" if verdict in ("PASS", "FAIL") else
+              f"{seen} (pcap: {pcap})")
+    own = {"id": finding["id"], "part": part, "title": finding["title"], "rfc": finding["rfc"], "verdict": verdict,
+           "reason": reason, "expected": finding["expected"], "seen": seen, "measurements": measurements}
+    out = {name: own[name] if name in own else _copy(shared.get(name)) for name in _RESULT_FIELDS}
+    out["baseline_failure"] = bool(shared.get("baseline_failure", False))
+    return out
+
+
+def _copy(x):
+    if isinstance(x, dict):
+        return {k: _copy(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_copy(v) for v in x]
+    return x
+
+
+def audit_checks(table: dict):
+    """Every check of a host table (``doc["audit"]``), in the document's order (finding id, then part)."""
+    findings = table["findings"]
+    for i in sorted(range(len(findings)), key=lambda k: findings[k]["id"]):
+        for part, cells in table["hosts"]:
+            if cells[i] is not None:
+                yield expand_check(findings[i], table["check"], part, cells[i])
+
+
+def all_checks(doc: dict):
+    """Every check of a results document: its "checks", then its host table's (v6gate/results/2)."""
+    yield from doc["checks"]
+    table = doc.get("audit")
+    if table is not None:
+        yield from table.checks() if hasattr(table, "checks") else audit_checks(table)
+
+
+def check_count(doc: dict) -> int:
+    return sum(doc["summary"]["counts"].values()) if doc.get("audit") is not None else len(doc["checks"])
+
+
+def brief_counts(doc: dict):
+    """(what the compliance matrix reads of a check, how many such checks, the FAILs' keys) over every
+    check: one each of "checks" (or of their briefs), a count per finding and verdict of a host table."""
+    checks = doc["checks"]
+    for c in checks.briefs() if hasattr(checks, "briefs") else checks:
+        yield c, 1, [f"{c['id']}{'#' + c['part'] if c.get('part') else ''}"] if c["verdict"] == "FAIL" else []
+    table = doc.get("audit")
+    if table is None:
+        return
+    if hasattr(table, "brief_counts"):
+        yield from table.brief_counts()
+        return
+    findings = table["findings"]
+    for i in sorted(range(len(findings)), key=lambda k: findings[k]["id"]):  # the document's order
+        f = findings[i]
+        tally: dict[str, list] = {}
+        for part, cells in table["hosts"]:
+            if cells[i] is not None:
+                t = tally.setdefault(cells[i][0], [0, []])
+                t[0] += 1
+                if cells[i][0] == "FAIL":
+                    t[1].append(f"{f['id']}#{part}")
+        for v, (n, keys) in tally.items():
+            yield ({"id": f["id"], "area": table["check"].get("area"), "verdict": v,
+                    "kind": table["check"].get("kind"), "capabilities": table["check"].get("capabilities") or [],
+                    "waived": bool(table["check"].get("waived"))}, n, keys)
 
 
 _CHECKS_MARK = "\0v6gate-checks\0"

@@ -230,8 +230,10 @@ class V6Gate:
         run_dir = self.session.run_dir if self.session else Path(os.environ.get("V6GATE_RUN_DIR", "."))
         paths, doc = audit_capture(capture, hosts=[h for h in hosts.split(",") if h], out=Path(run_dir) / "audit",
                                    command="robot audit")
+        from ..report.results import all_checks
+
         bad = []
-        for c in doc["checks"]:
+        for c in all_checks(doc):
             if c["id"] == "audit.ipv6_only_readiness":
                 logger.info(f"{html.escape(c['part'])}: {html.escape(c['verdict'])} — {html.escape(c['seen'])} "
                             f'<a href="{html.escape(Path(paths["html"]).resolve().as_uri())}">audit report</a>',

@@ -24,7 +24,9 @@
  *
  * Files: util.c (growable buffers, text, time), dissect.c, rules.c (hosts
  * and Audit.add), walk.c (the reader's buffer and the API), export.c (the
- * result as JSON, host by host).
+ * result as JSON, host by host), and the report's per-host part: judge.c
+ * (findings.py's findings and assets.host_record), pyfmt.c (numbers and
+ * escapes as Python writes them), report.c (each host's outputs, the API).
  */
 #ifndef V6GATE_AUDIT_ENGINE_H
 #define V6GATE_AUDIT_ENGINE_H
@@ -200,6 +202,52 @@ typedef struct {
     int desc_done;
     vec rdnss, pref64, dns_a, dns_aaaa, prl;  /* ref_t, ref_t, ref_t, ref_t, uint8_t */
 } ctx_t;
+
+/* ---- the report (judge.c, report.c): one host's findings, in findings.judge_host's order ---- */
+enum { V_NONE = -1, V_PASS = 0, V_FAIL = 1, V_SKIP = 2, NVERDICTS = 3 };
+enum { C_NO_IPV4, C_ASKS_108, C_STOPS_108, C_DNS, C_SELECTION, C_ND, C_CHECKSUMS, C_RA, C_READY, NCOLS };
+
+typedef struct {
+    int verdict;      /* V_NONE: no such finding for the host (C_RA of a host that sent no RA) */
+    sbuf seen, meas;  /* the finding's text (UTF-8) and its measurements (JSON) */
+} judged_t;
+
+typedef struct {
+    int family;
+    char text[64];
+    int64_t n;
+} item_t;
+
+typedef struct {
+    /* from Python (report.c: STRINGS) */
+    const char *capture, *pcap;
+    const char *id[NCOLS], *title[NCOLS], *rfc[NCOLS], *expect[NCOLS];
+    const char *kind[NKINDS];      /* net.v6only's names of the K_* kinds */
+    double t0, t_last, startup_window;
+    sbuf t0_repr, capture_json;    /* repr(t0); the capture's name as JSON */
+    judged_t j[NCOLS];
+    sbuf share, scratch;
+    vec items;                     /* item_t */
+} report_t;
+
+/* pyfmt.c */
+void py_repr(sbuf *b, double x);
+void py_repr_round(sbuf *b, double x, int n);
+void py_repr_ns(sbuf *b, int64_t ns);
+void put_i64(sbuf *b, int64_t v);
+void sb_pf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double py_round(double x, int n);
+void py_fixed3(sbuf *b, double x);
+void js_str(sbuf *b, const char *s, size_t n);
+void js_cstr(sbuf *b, const char *s);
+size_t utf8_cut(const char *s, size_t n, size_t chars);
+void html_esc(sbuf *b, const char *s, size_t n);
+void xml_attr(sbuf *b, const char *s, size_t n);
+void xml_text(sbuf *b, const char *s, size_t n);
+
+/* judge.c */
+void judge_host(report_t *r, const host_t *h);
+void host_record(sbuf *b, report_t *r, const host_t *h);
 
 /* dissect.c */
 void dissect(ctx_t *c, uint32_t lt);

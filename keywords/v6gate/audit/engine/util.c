@@ -85,10 +85,28 @@ void put_ntop6(sbuf *b, const uint8_t *a) {
     sb_str(b, s);
 }
 
-void put_ntop4(sbuf *b, const uint8_t *a) { sb_fmt(b, "%u.%u.%u.%u", a[0], a[1], a[2], a[3]); }
+void put_ntop4(sbuf *b, const uint8_t *a) {
+    char s[16];
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned v = a[i];
+        if (i) s[n++] = '.';
+        if (v >= 100) s[n++] = (char)('0' + v / 100);
+        if (v >= 10) s[n++] = (char)('0' + v / 10 % 10);
+        s[n++] = (char)('0' + v % 10);
+    }
+    sb_add(b, s, (size_t)n);
+}
 
 void put_mac(sbuf *b, const uint8_t *m) {
-    sb_fmt(b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    static const char hex[] = "0123456789abcdef";
+    char s[17];
+    for (int i = 0; i < 6; i++) {
+        s[3 * i] = hex[m[i] >> 4];
+        s[3 * i + 1] = hex[m[i] & 15];
+        if (i < 5) s[3 * i + 2] = ':';
+    }
+    sb_add(b, s, 17);
 }
 
 /* Python's float(dissect.time_text(ns)), the frame time the rules compare: strtod and Python's float()
