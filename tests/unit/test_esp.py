@@ -145,3 +145,19 @@ def test_peek_reads_the_plaintext_whatever_the_icv(alg):
     esp = bytearray(E.seal(sa, 1, b"0123456789abcdef" * 2, 58))
     esp[-1] ^= 0xFF  # the ICV no longer verifies
     assert E.peek(sa, bytes(esp)).startswith(b"0123456789abcdef" * 2)
+
+
+@pytest.mark.skipif(not shutil.which("tshark"), reason="tshark not installed")
+def test_the_reports_dissection_shows_the_packet_inside_the_esp(tmp_path):
+    from v6gate.report.dissect import decryption_args, dissect
+
+    sa = E.SA.fresh(0x3000, "aes-gcm-16")
+    inner = IPv6(bytes(IPv6(src=SRC, dst=DST) / ICMPv6EchoReply(id=0x99, seq=5, data=b"inner")))
+    pcap = tmp_path / "x.pcapng"
+    wrpcap(str(pcap), [Ether(src="02:00:00:00:00:05", dst="02:00:00:00:00:01") / sealed_packet(sa, 1, inner)])
+    assert decryption_args(str(pcap)) == []
+    (tmp_path / "x.esp_sa").write_text(E.wireshark_sa(sa, SRC, DST) + "\n")
+    args = decryption_args(str(pcap))
+    assert "esp.enable_encryption_decode:TRUE" in args and any(a.startswith("uat:esp_sa:") for a in args)
+    got = dissect(str(pcap), dut_mac="02:00:00:00:00:05", area="ipsec")
+    assert "Echo (ping) reply" in got["frames"][0]["summary"], got

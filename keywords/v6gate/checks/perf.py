@@ -117,6 +117,25 @@ def ipv6_payload_sweep_is_not_slower_than_ipv4(t: CheckContext):
 
 
 @check(
+    title="ESP (AES-GCM-16): IPv6 throughput not below IPv4 over the same SA configuration",
+    rfc="RFC 4303 §3.4; RFC 8221 §5 (AES-GCM-16); RFC 8200 §1 (IPv6-only readiness, non-inferiority)",
+    expect="IPv6/IPv4 ratio of the 1500-octet AES-GCM-16 ESP packets the DUT opens per second (transport mode, "
+           "saturated) within the margin; its CPU per MB for both, and ESP's CPU per MB against plain IPv6, reported",
+    fault="esp_gate_ipv6_path_costlier",
+    parts=_parts("esp"),
+    **{**GATE, "capabilities": ["IPsec"], "dut_config": "ipsec-vm-icount"},
+)
+def esp_ipv6_is_not_slower_than_esp_ipv4(t: CheckContext):
+    """An IPv6-only host protects its traffic with ESP over IPv6 where it
+    used ESP over IPv4: the same SA configuration must not open fewer
+    packets per second over IPv6 (RFC 4303 §3.4 inbound processing, the
+    RFC 8221 MUST AES-GCM-16).  The gate drives the DUT's ESP receive path to
+    saturation in each family, pairs alternated, and reports what ESP costs
+    it against plain IPv6."""
+    return run_gate(t)
+
+
+@check(
     title="Offload on is not worse than offload off",
     rfc="RFC 8200 §8.1 (upper-layer checksums, offloaded or not); RFC 6936",
     expect="with TSO/GSO/GRO and checksum offload on, throughput at least (1 - margin) x off and CPU per MB at "

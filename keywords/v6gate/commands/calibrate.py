@@ -15,9 +15,9 @@ def register(subparsers) -> None:
                           "false-FAIL / detection / INCONCLUSIVE rates and seconds per decision")
     p.add_argument("--runs", type=int, default=20, help="runs of each setup (default 20: the targets are 'in 20')")
     p.add_argument("--factor", type=float, default=2.0, help="handicap as a multiple of the margin (default 2)")
-    p.add_argument("--gate", choices=["str", "rr", "stream16k", "iscsi", "nfs"], default="str",
-                   help="the family gate to calibrate (STR, RR, the 16 KB stream, iSCSI or NFSv3 sequential "
-                        "I/O); the handicap is an IPv6-only per-packet CPU cost (nft rules in the DUT) tuned to "
+    p.add_argument("--gate", choices=["str", "rr", "stream16k", "iscsi", "nfs", "esp"], default="str",
+                   help="the family gate to calibrate (STR, RR, the 16 KB stream, iSCSI or NFSv3 sequential I/O, "
+                        "ESP on the lab VM); the handicap is an IPv6-only per-packet CPU cost (nft rules in the DUT) tuned to "
                         "2x the margin")
     p.add_argument("--variant", help="gate variant (fixtures/gates/profiles.yaml; default 1x1500 for str and "
                                      "rr, 64k_read for iscsi and nfs)")

@@ -2,6 +2,8 @@
 on the DUT's link) and the DUT's servers, and the facts recorded with every
 gate (kernel, MTU and ``ethtool -k`` of both ends).
 
+* The lab's stand-in DUT (the VM of the ESP gate, lab/stand_in.py): the
+  client is the ``peer`` node's interface, the DUT's addresses the VM's.
 * The embedded lab: the client runs in the ``peer`` namespace (its
   ``perf-peer`` service gives it IPv6 and, for the gates only, IPv4 in
   198.18.0.0/15); the DUT runs with the topology's ``perf`` configuration
@@ -101,8 +103,26 @@ class Bench:
         session = t.session
         lab = getattr(session, "lab", None)
         if lab is not None and not lab.external_dut:
+            if lab.stand_in is not None:
+                return cls._for_stand_in(t, lab)
             return cls._for_lab(t, lab)
         return cls._for_target(t)
+
+    @classmethod
+    def _for_stand_in(cls, t, lab) -> Bench:
+        """The lab's stand-in DUT (lab/stand_in.py, the ESP gate's VM): the client is the peer node's
+        interface, from which the gate sends frames it crafts itself (the peer's kernel stays out of it:
+        IPv6 disabled, no address); the DUT's addresses are the stand-in's (its IPv4 one if it has one);
+        the harness runs nothing on the DUT's side but through the control adapter."""
+        if "peer" not in lab.topology.nodes:
+            raise BenchError("the lab topology has no 'peer' node to send the gate's frames from")
+        iface = next(iter(lab.topology.nodes["peer"].ifaces.values())).ifname
+        client = End("peer", lab.ns("peer"), iface, True)
+        addresses = {"v6": t.dut.global_address()}
+        v4 = lab.stand_in.service.params.get("ipv4")
+        if v4:
+            addresses["v4"] = str(v4).split("/")[0]
+        return cls(client, End("DUT", None, None, False), addresses, {}, {}, lab=lab)
 
     @classmethod
     def _for_lab(cls, t, lab) -> Bench:

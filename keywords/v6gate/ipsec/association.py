@@ -295,27 +295,34 @@ def _nodes(t, topology: str, peer_addr: str | None = None, gateway_addr: str | N
     return host, gw
 
 
-def _installed(t, settings: IpsecSettings, encr, mode, topology, dut) -> Association:
-    peer, gw = _nodes(t, topology)
-    spi_in = _fresh_spi()
-    spi_out = _fresh_spi({spi_in})
-    alg = E.ALGORITHMS[encr]
-    to_dut = E.SA.fresh(spi_in, encr, mode=mode, src=gw.global_addr, dst=dut)
-    from_dut = E.SA.fresh(spi_out, encr, mode=mode, src=dut, dst=gw.global_addr)
-    values = {"mode": mode, "dut": dut, "peer": peer.global_addr, "gateway": gw.global_addr,
-              "spi_in": f"0x{spi_in:08x}", "spi_out": f"0x{spi_out:08x}", "encr": encr,
-              "key_in": to_dut.key.hex(), "key_out": from_dut.key.hex(),
-              "integ": "hmac-sha2-256-128" if alg.integ_key_len else "none",
+def install(t, settings: IpsecSettings, *, mode: str, dut: str, peer: str, gateway: str, to_dut: E.SA,
+            from_dut: E.SA) -> None:
+    """Put an SA pair and its policies on the DUT through its ``install`` hook (its keys never shown: a
+    failing hook's message has them replaced); the check's end runs its ``flush``."""
+    alg = to_dut.alg
+    values = {"mode": mode, "dut": dut, "peer": peer, "gateway": gateway, "spi_in": f"0x{to_dut.spi:08x}",
+              "spi_out": f"0x{from_dut.spi:08x}", "encr": to_dut.algorithm, "key_in": to_dut.key.hex(),
+              "key_out": from_dut.key.hex(), "integ": "hmac-sha2-256-128" if alg.integ_key_len else "none",
               "auth_in": to_dut.auth_key.hex(), "auth_out": from_dut.auth_key.hex(), "window": str(settings.window)}
     command = re.sub(r"\{(\w+)\}", lambda m: shlex.quote(values[m.group(1)]) if values.get(m.group(1)) else "''"
                      if m.group(1) in values else m.group(0), settings.commands["install"])
-    hidden = [values[k] for k in ("key_in", "key_out", "auth_in", "auth_out")]
     flush = settings.commands["flush"]
     t.defer(lambda: t.control.command(flush, timeout_s=60))
     try:
         t.control.command(command, timeout_s=60)
     except BenchError as exc:
+        hidden = [values[k] for k in ("key_in", "key_out", "auth_in", "auth_out")]
         raise BenchError(f"the DUT's IPsec install hook failed: {_redact(str(exc), hidden)}") from None
+
+
+def _installed(t, settings: IpsecSettings, encr, mode, topology, dut) -> Association:
+    peer, gw = _nodes(t, topology)
+    spi_in = _fresh_spi()
+    spi_out = _fresh_spi({spi_in})
+    to_dut = E.SA.fresh(spi_in, encr, mode=mode, src=gw.global_addr, dst=dut)
+    from_dut = E.SA.fresh(spi_out, encr, mode=mode, src=dut, dst=gw.global_addr)
+    install(t, settings, mode=mode, dut=dut, peer=peer.global_addr, gateway=gw.global_addr, to_dut=to_dut,
+            from_dut=from_dut)
     assoc = Association(t, encr, mode, topology, dut, peer, gw, to_dut, from_dut, settings.window, True,
                         f"fresh-{spi_in:x}", _seq_state={f"fresh-{spi_in:x}": 1})
     t.note(f"SAs: {assoc.describe()}")

@@ -152,9 +152,16 @@ def parse(raw, path) -> IpsecSettings:
     """``extensions.ipsec`` as settings; TargetFileError (one line) on the first problem."""
     if not isinstance(raw, dict):
         raise _bad(path, "", "is not a mapping", "see fixtures/targets/example-host.yaml")
-    unknown = set(raw) - {"commands", "replay_window", "sas"}
+    unknown = set(raw) - {"commands", "replay_window", "sas", "gate"}
     if unknown:
-        raise _bad(path, "", f"unknown field {sorted(unknown)[0]!r}", "the fields are commands, replay_window, sas")
+        raise _bad(path, "", f"unknown field {sorted(unknown)[0]!r}", "the fields are commands, replay_window, sas, gate")
+    gate = raw.get("gate")
+    if gate is not None:
+        if not isinstance(gate, dict) or set(gate) - {"setup", "counters"}:
+            raise _bad(path, ".gate", "must be {setup: COMMAND, counters: COMMAND}", "see docs/ipsec.md (the ESP gate)")
+        for k in ("setup", "counters"):
+            if not isinstance(gate.get(k), str) or not gate[k].strip():
+                raise _bad(path, f".gate.{k}", "is not a command", "see docs/ipsec.md (the ESP gate)")
     base = Path(path).resolve().parent
     commands = raw.get("commands") or {}
     if not isinstance(commands, dict) or set(commands) - {"install", "flush", "state"}:

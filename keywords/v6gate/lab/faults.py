@@ -223,9 +223,14 @@ def nft_counter_packets(ns: str) -> int | None:
     (named v6gate_fault, any family) in namespace ``ns``."""
     try:
         out = run(["nft", "-j", "list", "ruleset"], ns=ns, what="read the fault's nft counters")
-        doc = json.loads(out.stdout)
+        return nft_counter_total(out.stdout)
     except (V6GateError, ValueError, OSError):
         return None
+
+
+def nft_counter_total(json_text: str) -> int:
+    """The packets of the ``counter`` statements in tables v6gate_fault of ``nft -j list ruleset``."""
+    doc = json.loads(json_text)
     total = 0
     for item in doc.get("nftables", []):
         rule = item.get("rule")

@@ -15,9 +15,9 @@ For such a check the DUT *is* the device: its MAC, link-local and global
 address are the DUT's (``view``: a Target and a DutView of it), its control
 adapter (``vm-console``: addresses, ping and ``command`` through its serial
 console) is the check's ``t.control``, liveness and the Common Test Setup
-probe it, and the check's fault is applied to it (``apply_fault``: commands
-and sysctls on its console, tc on its switch port, an impostor answering as
-it from the switch side).  The device outlives the check: it boots once
+probe it, and the check's fault is applied to it (``apply_fault``: commands,
+sysctls and nft rulesets on its console, tc on its switch port, an impostor
+answering as it from the switch side).  The device outlives the check: it boots once
 (QEMU under TCG: 7-13 s) and between checks ``v6g-reset`` on its console puts
 it back as it was when it booted (processes, addresses, neighbours, path
 MTUs, IPv6 settings, each role's own state such as SAs: well under a second);
@@ -38,11 +38,13 @@ import time
 from ..errors import LabError, V6GateError
 from ..net import packets as P
 from ..util.proc import ip_batch, run
-from .faults import AppliedFault, Fault, _del_root_qdiscs, _fmt
+from .faults import AppliedFault, Fault, _del_root_qdiscs, _fmt, nft_counter_total
 from .services import build as build_service
 
-#: fault mechanisms a stand-in takes (the others act on the namespace DUT's kernel)
-MECHANISMS = ("commands", "sysctl", "switch_tc", "impostor")
+#: fault mechanisms a stand-in takes (the others act on the namespace DUT's kernel); nft needs its nft role
+MECHANISMS = ("commands", "sysctl", "nft", "switch_tc", "impostor")
+#: base64 characters of an nft ruleset per console line
+NFT_CHUNK = 3000
 #: the console's reset of the device between checks, and how long it may take
 RESET_COMMAND, RESET_TIMEOUT_S = "v6g-reset", 30.0
 #: the veth pair through which a fault's impostor answers as the device from the switch side
@@ -138,7 +140,7 @@ class StandIn:
         """Apply ``fault`` to the device: ``commands`` and ``sysctl`` on its
         console, ``switch_tc`` ({dut_port} is its switch port), ``impostor``
         answering as it from the switch side."""
-        other = [m for m in ("nft", "tc", "boot_sysctl", "repair") if getattr(fault, m)]
+        other = [m for m in ("tc", "boot_sysctl", "repair") if getattr(fault, m)]
         if other:
             raise LabError(f"fault {fault.name} uses {', '.join(other)}, which act on the namespace DUT's kernel; the "
                            f"stand-in DUT {self.spec.get('id')} takes {', '.join(MECHANISMS)}")
@@ -151,6 +153,8 @@ class StandIn:
         try:
             for key, value in fault.sysctl.items():
                 self._must(f"sysctl -w {shlex.quote(_fmt(key, values) + '=' + str(value))}", fault, "sysctl")
+            if fault.nft:
+                self._load_nft(_fmt(fault.nft, values), fault)
             for cmd in fault.commands:
                 self._must(_fmt(cmd, values), fault, "command")
             for cmd in fault.switch_tc:
@@ -168,13 +172,42 @@ class StandIn:
             with contextlib.suppress(Exception):
                 _del_root_qdiscs(self.lab.switch_ns, qdisc_ports)
             raise
-        return AppliedFault(fault, impostor, None, (self.lab.switch_ns, qdisc_ports) if qdisc_ports else None)
+        return StandInFault(self, fault, impostor, None, (self.lab.switch_ns, qdisc_ports) if qdisc_ports else None)
+
+    def _load_nft(self, ruleset: str, fault: Fault) -> None:
+        """An nft ruleset into the device (its nft role), in pieces: its console takes lines of at most 4095
+        characters."""
+        import base64
+
+        data = base64.b64encode(ruleset.encode()).decode()
+        self._must("rm -f /tmp/v6g-fault.b64", fault, "nft")
+        for i in range(0, len(data), NFT_CHUNK):
+            self._must(f"echo -n {data[i:i + NFT_CHUNK]} >> /tmp/v6g-fault.b64", fault, "nft")
+        self._must("base64 -d /tmp/v6g-fault.b64 > /tmp/v6g-fault.nft && /usr/sbin/nft -f /tmp/v6g-fault.nft", fault,
+                   "nft (the stand-in needs the nft role: fixtures/lab/vm-target/roles.yaml)")
 
     def _must(self, command: str, fault: Fault, what: str) -> None:
         rc, out = self.exec(command)
         if rc != 0:
             raise LabError(f"could not apply fault {fault.name} ({what} on the stand-in's console: {command!r} exit "
                            f"{rc}: {out.strip()[-200:]})")
+
+
+class StandInFault(AppliedFault):
+    """A fault in force on the stand-in: its nft counters are read on its console."""
+
+    def __init__(self, stand_in: StandIn, *args):
+        super().__init__(*args)
+        self.stand_in = stand_in
+
+    def counters(self, ns: str | None = None) -> dict:
+        out = super().counters(None)
+        if self.fault.nft and "counter" in self.fault.nft:
+            with contextlib.suppress(LabError, ValueError):
+                rc, text = self.stand_in.exec("/usr/sbin/nft -j list ruleset")
+                if rc == 0:
+                    out["nft_matched"] = nft_counter_total(text)
+        return out
 
 
 def settle(lab, spec: dict | None) -> StandIn | None:

@@ -23,6 +23,7 @@ each other, and the lab checks them against Linux's xfrm.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -106,6 +107,11 @@ def padding_for(length: int, block: int) -> bytes:
     return bytes(range(1, n + 1))
 
 
+@functools.lru_cache(maxsize=64)
+def _gcm(key: bytes) -> AESGCM:
+    return AESGCM(key)
+
+
 def _icv(sa: SA, signed: bytes) -> bytes:
     return hmac.new(sa.auth_key, signed, hashlib.sha256).digest()[:sa.alg.icv_len]
 
@@ -124,7 +130,7 @@ def seal(sa: SA, seq: int, payload: bytes, next_header: int, *, padding: bytes |
     header = struct.pack("!II", sa.spi, seq & 0xFFFFFFFF)
     iv = os.urandom(alg.iv_len) if iv is None else iv
     if alg.name == "aes-gcm-16":
-        sealed = AESGCM(sa.key[:16]).encrypt(sa.key[16:] + iv, plain, header)
+        sealed = _gcm(sa.key[:16]).encrypt(sa.key[16:] + iv, plain, header)
         return header + iv + sealed
     if alg.name == "aes-cbc":
         enc = Cipher(algorithms.AES(sa.key), modes.CBC(iv)).encryptor()

@@ -209,7 +209,9 @@ def console_exec(sock: str | Path, command: str, timeout: float = 20.0) -> tuple
 @service("vm-target")
 class VmTarget(Service):
     #: address: the VM's static global address on the DUT's link; mac: its NIC's; roles: what it runs
-    #: (fixtures/lab/vm-target/roles.yaml; the storage role's own settings: port, nqn, mb, client); tap: its
+    #: (fixtures/lab/vm-target/roles.yaml; the storage role's own settings: port, nqn, mb, client); ipv4: an
+    #: IPv4 address/length besides (none by default: the lab is IPv6-only unless a part needs IPv4); icount:
+    #: QEMU's -icount value (the guest's clock counts instructions); tap: its
     #: TAP port on the link's bridge; exec_helper: the lab-directory script the faults call to reach its console
     defaults = {"address": "2001:db8:1::4420/64", "mac": "02:00:00:00:44:20", "port": 4420,
                 "nqn": "nqn.2026-11.test.v6gate:nvme-ns1", "mb": 64, "memory_mb": 256, "ready_s": 90,
@@ -242,7 +244,7 @@ class VmTarget(Service):
         ip = ipaddress.ip_interface(p["address"])
         cmdline = (f"console=ttyS0 panic=-1 quiet v6g.addr={p['address']} v6g.hex={ip.ip.packed.hex()} "
                    f"v6g.roles={','.join(roles)} v6g.nqn={p['nqn']} v6g.port={p['port']} v6g.mb={p['mb']} "
-                   f"v6g.client={p['client']}")
+                   f"v6g.client={p['client']}" + (f" v6g.addr4={p['ipv4']}" if p.get("ipv4") else ""))
         argv = ["qemu-system-x86_64", "-accel", "tcg", "-m", str(p["memory_mb"]), "-smp", "1",
                 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
                 "-kernel", str(IMAGE / "vmlinuz"), "-initrd", str(initrd), "-append", cmdline,
@@ -250,6 +252,8 @@ class VmTarget(Service):
                 "-serial", "chardev:con",
                 "-netdev", f"tap,id=n0,ifname={self.tap},script=no,downscript=no",
                 "-device", f"virtio-net-pci,netdev=n0,mac={p['mac']},romfile="]
+        if p.get("icount"):  # TCG counting instructions: the guest's clock runs on them while it is busy
+            argv += ["-icount", str(p["icount"])]
         dmn = Daemon(f"qemu-{self.sid}", argv, self.lab.switch_ns, work / "qemu.log").start()
         self.daemons = [dmn]
         self.boot_s = self._wait_ready(dmn, float(p["ready_s"]))
