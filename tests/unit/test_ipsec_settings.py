@@ -133,3 +133,25 @@ src 2001:db8:1::5 dst 2001:db8:1::98
         ("2001:db8:1::5", "2001:db8:1::99", 0x200, "aes-cbc", "tunnel"),
         ("2001:db8:1::5", "2001:db8:1::98", 0x300, "null", "transport")]
     assert got[1][2].auth_key == b"\xcd" * 32 and got[2][2].key == b""
+
+
+def test_the_commented_example_in_example_host_loads(tmp_path, monkeypatch):
+    """The extensions.ipsec example of fixtures/targets/example-host.yaml, uncommented, is a valid target
+    (hooks and hand-made SAs both shown there)."""
+    text = (ROOT / "fixtures" / "targets" / "example-host.yaml").read_text()
+    block = text[text.index("# -- extensions.ipsec"):]
+    lines = [ln[2:] if ln.startswith("# ") else "" for ln in block.splitlines()]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("extensions:"))
+    snippet = yaml.safe_load("\n".join(ln for ln in lines[start:] if ln.startswith(("extensions", " "))))
+    ipsec = snippet["extensions"]["ipsec"]
+    assert set(ipsec) == {"replay_window", "commands", "sas"}
+    for name in ("V6GATE_ESP_GCM_IN",):
+        monkeypatch.setenv(name, GCM_KEY)
+    for name in ("V6GATE_ESP_CBC_IN", "V6GATE_ESP_CBC_OUT"):
+        monkeypatch.setenv(name, "11" * 16)
+    for name in ("V6GATE_ESP_CBC_AUTH_IN", "V6GATE_ESP_CBC_AUTH_OUT"):
+        monkeypatch.setenv(name, AUTH_KEY)
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "gcm-out.hex").write_text(GCM_KEY + "\n")
+    s = S.settings_of(load_target(target(tmp_path, ipsec)))
+    assert [m.name for m in s.sas] == ["gcm-transport", "cbc-tunnel"] and "install" in s.commands

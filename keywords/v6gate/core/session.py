@@ -354,7 +354,7 @@ class Session:
                  "addresses": [self.dut.link_local, *self._safe_addresses()], "prefix": str(self.target.link_prefix)}
         return apply_fault(self.lab, fault, addrs)
 
-    def _probed(self) -> tuple:
+    def probed(self) -> tuple:
         """(target, control, DutView) of the DUT the check probes: the device
         standing in for the lab's DUT under the check's DUT configuration
         (lab/stand_in.py), else the target's own."""
@@ -554,7 +554,7 @@ class Session:
                 counters = {**self._bench_counters(), "capture": (0, None)}  # a broken capture stays broken
                 self.capture.begin(pcap)
                 evidence["pcap"] = shown(pcap)
-                target, control, dut = self._probed()
+                target, control, dut = self.probed()
                 if target is not self.target:
                     evidence["dut_mac"] = target.dut_mac  # a device standing in for the DUT (the report's dissection)
                 ctx = CheckContext(check=c, part=part, port=self.port, target=target, control=control, dut=dut,

@@ -127,7 +127,7 @@ def _stand_in_probe(session, prof, log):
     from .bench import Bench
     from .workloads.esp_udp import EspBench
 
-    target, control, dut = session._probed()
+    target, control, dut = session.probed()
     cleanups: list = []
     t = SimpleNamespace(target=target, control=control, dut=dut, session=session, defer=cleanups.append,
                         note=lambda m: log(f"  {m}") if "warm-up" in m else None)
@@ -542,8 +542,7 @@ def _calibrate_nft(session, c, part, prof, metric, margin, runs, factor, regime,
                    started, load0, stat0, t0, run_dir):
     want = 1 - factor * margin
     stand_in = _stand_in_of(session, c)
-    # the VM counting instructions gives the same ratio trial after trial: fewer probe blocks do
-    rules, eff, probes = _tune_rules(session, c, prof, want, log, trials=4 if stand_in else 8)
+    rules, eff, probes = _tune_rules(session, c, prof, want, log)
     nft_fault("calibration_aa", 0, "A/A: empty nft input/output chains in both families", stand_in)
     nft_fault("calibration_handicap", rules, f"IPv6-only handicap: {rules} non-matching nft rules in the ip6 "
               f"input and output chains ({eff:.3f} x the A/A IPv6/IPv4 ratio in the probe)", stand_in)
