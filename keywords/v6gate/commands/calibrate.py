@@ -21,6 +21,8 @@ def register(subparsers) -> None:
                         "2x the margin")
     p.add_argument("--variant", help="gate variant (fixtures/gates/profiles.yaml; default 1x1500 for str and "
                                      "rr, 64k_read for iscsi and nfs)")
+    p.add_argument("--rules", type=int, help="cpu regime: the handicap's number of IPv6-only nft rules, fixed "
+                                             "(skips the tuning probes; the runs measure what it does)")
     p.add_argument("--regime", choices=["cpu", "shaped"], default="cpu",
                    help="cpu: the veth as it is, nft handicap; shaped (STR only): both families shaped below "
                         "the CPU-bound rate with HTB, the handicap an IPv6 rate cap")
@@ -42,7 +44,9 @@ def run(args) -> int:
 
     install_signal_handlers()  # SIGTERM tears the lab down like Ctrl-C
     registry.cleanup(stale_only=True)
+    if args.rules is not None and not 0 <= args.rules <= 100000:
+        raise UsageError(f"--rules {args.rules}: use a number of nft rules between 0 and 100000")
     doc, path = calibrate(runs=args.runs, factor=args.factor, variant=args.variant, regime=args.regime,
-                          out_dir=Path(args.out) if args.out else None, gate=args.gate)
+                          out_dir=Path(args.out) if args.out else None, gate=args.gate, rules=args.rules)
     main_out(doc, path)
     return 0

@@ -461,7 +461,7 @@ def what_would_meet(aa: list[float], hc: list[float], margin: float, confidence:
 
 
 def calibrate(*, runs: int, factor: float, variant: str | None, regime: str, out_dir: Path | None,
-              log=print, gate: str = "str") -> tuple[dict, Path]:
+              log=print, gate: str = "str", rules: int | None = None) -> tuple[dict, Path]:
     from ..core.session import Session
     from ..paths import new_run_dir, new_run_id
 
@@ -498,7 +498,7 @@ def calibrate(*, runs: int, factor: float, variant: str | None, regime: str, out
             raise UsageError("--regime shaped caps STR's rate with HTB; use it with --gate str")
         if mechanism == "nft" and regime == "cpu":
             return _calibrate_nft(session, c, part, prof, metric, margin, runs, factor, regime, out_dir, log,
-                                  check_id, variant, started, load0, stat0, t0, run_dir)
+                                  check_id, variant, started, load0, stat0, t0, run_dir, rules)
         # 1. the rate under the A/A tree (a full gate run, not counted)
         shaped = None
         if regime == "shaped":
@@ -539,13 +539,18 @@ def calibrate(*, runs: int, factor: float, variant: str | None, regime: str, out
 
 
 def _calibrate_nft(session, c, part, prof, metric, margin, runs, factor, regime, out_dir, log, check_id, variant,
-                   started, load0, stat0, t0, run_dir):
+                   started, load0, stat0, t0, run_dir, fixed: int | None = None):
     want = 1 - factor * margin
     stand_in = _stand_in_of(session, c)
-    rules, eff, probes = _tune_rules(session, c, prof, want, log)
+    if fixed is not None:  # --rules: a handicap the user chose; what it does is measured by the runs themselves
+        rules, eff, probes = fixed, None, []
+        log(f"  handicap fixed at {rules} IPv6-only nft rules (--rules): not tuned")
+    else:
+        rules, eff, probes = _tune_rules(session, c, prof, want, log)
     nft_fault("calibration_aa", 0, "A/A: empty nft input/output chains in both families", stand_in)
+    probed = "fixed by --rules" if eff is None else f"{eff:.3f} x the A/A IPv6/IPv4 ratio in the probe"
     nft_fault("calibration_handicap", rules, f"IPv6-only handicap: {rules} non-matching nft rules in the ip6 "
-              f"input and output chains ({eff:.3f} x the A/A IPv6/IPv4 ratio in the probe)", stand_in)
+              f"input and output chains ({probed})", stand_in)
     entries = []
     for i in range(runs):
         for kind, fault in (("A/A", "calibration_aa"), ("handicap", "calibration_handicap")):
