@@ -87,3 +87,12 @@ def test_the_gate_profile_judges_rate_and_cost():
     assert prof.workload == "esp_udp" and prof.compare == "family"
     assert [m.name for m in prof.metrics if m.judged] == ["throughput", "cpu_per_unit"]
     assert prof.params["encr"] == "aes-gcm-16"
+
+
+def test_a_window_that_opened_another_flows_queue_is_named():
+    """A slow flow's queue drains into the next trial (the DUT opens what was queued in front of it first): the
+    other flows' counters that moved between two reads say so, and the trial is not that flow's alone."""
+    a = G.Counters(10.0, 5.0, {"v4": 100, "v6": 200, "plain6": 7})
+    b = G.Counters(11.0, 6.0, {"v4": 1200, "v6": 950, "plain6": 7})
+    assert G.EspBench._others_moved("v4", a, b) == {"v6": 750}
+    assert G.EspBench._others_moved("v4", a, G.Counters(11.0, 6.0, {"v4": 1200, "v6": 200, "plain6": 7})) == {}

@@ -228,3 +228,19 @@ def test_the_header_overhead_reference_is_the_payload_per_segment():
     assert tcp_payload_ratio(9000) == pytest.approx(8928 / 8948)
     assert profile_of("str", "1x9000").metrics[0].reference == pytest.approx(8928 / 8948)
     assert profile_of("rr", "1x1500").metrics[0].reference == 1.0  # a 1000-byte answer fits either family
+
+
+def test_an_arm_that_moved_nothing_gives_no_ratio_and_no_harness_error():
+    """A trial with nothing measured (a cost per MB of nothing: infinite, or no value) is not a log ratio: the
+    pair adds nothing to that metric (it used to be a math domain error, the gate's ERROR)."""
+    pc = PairedComparison(arms=("v4", "v6"), metrics=[THROUGHPUT], measure=lambda arm: None, budget=BUDGET,
+                          rng=random.Random(1))
+    T = type("T", (), {})
+
+    def trial(v):
+        t = T()
+        t.values = {"throughput": v}
+        return t
+
+    kept = [(trial(float("inf")), trial(5.0)), (trial(5.0), trial(float("inf"))), (trial(4.0), trial(5.0))]
+    assert pc.log_ratios(kept, "throughput") == [pytest.approx(0.22314355)]

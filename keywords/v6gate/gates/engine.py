@@ -322,7 +322,7 @@ class PairedComparison:
         out = []
         for a, b in kept:
             va, vb = a.values.get(metric), b.values.get(metric)
-            if va and vb and va > 0 and vb > 0:
+            if va and vb and 0 < va < math.inf and 0 < vb < math.inf:  # an arm that moved nothing has no ratio
                 out.append(math.log(vb / va))
         return out
 
