@@ -75,9 +75,10 @@ class CheckContext:
         self.control = control
         self.dut = dut
         self.session = session
-        self.timing = target.timing
-        self.reply_timeout = float(target.timing["reply_timeout_s"])
-        self.silence = float(target.timing["silence_s"])
+        pace = getattr(session, "pace", None)  # a DUT the run does not rebuild: windows from its answers (core/pace.py)
+        self.timing = pace.timing() if pace is not None else target.timing
+        self.reply_timeout = float(self.timing["reply_timeout_s"])
+        self.silence = float(self.timing["silence_s"])
         self.retrans_timer = float(target.timing["retrans_timer_s"])
         self.timeline: list[tuple[float, str]] = []
         self.measurements: dict = {}

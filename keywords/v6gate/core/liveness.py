@@ -47,10 +47,11 @@ DUT_ALIVE = "dut-alive"
 DEFAULT_RETURN_S = 20.0
 
 
-def _probe(port: Port, mac: str, link_local: str, method: str, within: float) -> bool:
+def round_trip(port: Port, mac: str, link_local: str, method: str, within: float) -> float | None:
     """One probe of the DUT's link-local address from a node that is not
     part of any check: a Neighbor Solicitation (``ns``) or an Echo Request
-    (``echo``); True when the DUT answered it within ``within`` seconds."""
+    (``echo``, ``all-nodes``); the seconds the DUT took to answer it, or
+    None when it did not within ``within`` seconds."""
     prober = EmulatedNode.fresh("LIVENESS")
     port.add_responder(prober.responder)
     try:
@@ -65,17 +66,19 @@ def _probe(port: Port, mac: str, link_local: str, method: str, within: float) ->
                      / ICMPv6NDOptSrcLLAddr(lladdr=prober.mac))
             m = M.na_for(link_local)
         since = port.send(probe)
-        return port.expect(M.all_of(M.from_mac(mac), m), within, since=since) is not None
+        answer = port.expect(M.all_of(M.from_mac(mac), m), within, since=since)
+        return None if answer is None else max(0.0, answer.time - since)
     finally:
         port.remove_responder(prober.responder)
 
 
 def answering(port: Port, mac: str, link_local: str, *, within: float, reply_timeout: float,
-              passive: bool = True) -> float | None:
+              passive: bool = True, observe=None) -> float | None:
     """Probe the DUT (Neighbor Solicitation, then an Echo Request, then an
     all-nodes Echo Request, in turn) until it answers or ``within`` seconds
     have passed; any frame it sends meanwhile counts too (``passive``).
-    Returns the port time it answered, or None."""
+    Returns the port time it answered, or None; ``observe(seconds)`` is
+    told how long each answered probe took (core/pace.py)."""
     start = port.now()
     deadline = start + within
     each = max(0.3, min(reply_timeout, 1.0))
@@ -85,7 +88,10 @@ def answering(port: Port, mac: str, link_local: str, *, within: float, reply_tim
         method = methods[i % len(methods)]
         i += 1
         sent = port.now()
-        if _probe(port, mac, link_local, method, min(each, max(0.05, deadline - sent))):
+        took = round_trip(port, mac, link_local, method, min(each, max(0.05, deadline - sent)))
+        if took is not None:
+            if observe is not None and method != "all-nodes":
+                observe(took)
             return port.now()
         if passive and port.frames_since(start, M.from_mac(mac)):
             return port.now()
@@ -168,7 +174,9 @@ class Liveness:
             return outcome
         reply = self._reply()
         confirm = max(3.0, 3 * reply)
-        if answering(port, mac, dut.link_local, within=confirm, reply_timeout=reply) is not None:
+        pace = getattr(self.session, "pace", None)
+        if answering(port, mac, dut.link_local, within=confirm, reply_timeout=reply,
+                     observe=pace.observe if pace is not None else None) is not None:
             return outcome
         silent_at = port.now()
         culprit = _culprit(ctx, port, mac)

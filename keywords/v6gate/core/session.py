@@ -31,6 +31,7 @@ from .dut import DutView
 from .ledger import AddressLedger
 from .liveness import Liveness, presence
 from .observer import DutObserver
+from .pace import Pace
 from .room import ADDRESS_ROOM, AddressTable
 from .setup import JUDGED_BY
 from .target import Target, load_target
@@ -102,6 +103,8 @@ class Session:
         #: on a DUT the run does not rebuild before each check: is it on the link, and still answering after each
         #: part (core/liveness.py); ``absent``: the one line saying it is not on the link at all
         self.liveness = Liveness(self) if lab is None or lab.external_dut else None
+        #: the reply and silence windows this DUT's measured answers need (core/pace.py); the lab's DUT keeps its own
+        self.pace = Pace(target.timing) if self.liveness is not None else None
         self.absent: str | None = None
         #: the DUT's DAD probes since its last reset, seen passively (core/observer.py): does it perform DAD at all
         self.observer: DutObserver | None = None
@@ -157,6 +160,8 @@ class Session:
         self.dut = DutView(t, self.control, ll, self.port)
         if self.liveness is not None:
             self.absent = presence(self.port, t, None if self.open_error else ll)
+            if not self.absent and not self.open_error and self.pace is not None:
+                self.pace.calibrate(self.port, t.dut_mac, ll)
         return self
 
     def dut_state(self) -> dict:

@@ -33,6 +33,7 @@ DEFAULT_TIMING = {
     "ready_timeout_s": 30.0,
     "retrans_timer_s": 1.0,  # RFC 4861 §10 RETRANS_TIMER
     "address_room_wait_s": 900.0,  # the longest wait for room in a bounded address table (dut.max_addresses)
+    "adaptive": True,  # reply and silence windows from the DUT's measured answers, within these (core/pace.py)
     "dut_return_s": 20.0,  # how long a DUT that stopped answering mid-run is given to come back (core/liveness.py)
 }
 

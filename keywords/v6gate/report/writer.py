@@ -33,6 +33,9 @@ def write_session_info(run_dir: Path, session, closing: bool = False) -> None:
     table = getattr(session, "table", None)
     if closing and table is not None and table.summary():
         info["dut_table"] = table.summary()  # the DUT's address table, declared or discovered (core/room.py)
+    pace = getattr(session, "pace", None)
+    if closing and pace is not None:
+        info["pace"] = pace.summary()  # the reply and silence windows derived from the DUT's answers (core/pace.py)
     if closing and getattr(session, "last_lab_timings", None):
         info.setdefault("lab", {})["timings_s"] = session.last_lab_timings
     path.write_text(json.dumps(info))
@@ -95,9 +98,10 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
     left = [i["dut_state_after"] for i in infos if i.get("dut_state_after")]
     if left:
         meta["dut_state_after"] = left
-    tables = [i["dut_table"] for i in infos if i.get("dut_table")]
-    if tables:
-        meta["dut_table"] = tables
+    for key in ("dut_table", "pace"):
+        found = [i[key] for i in infos if i.get(key)]
+        if found:
+            meta[key] = found
     if t0 is not None:
         meta["duration_s"] = round(time.monotonic() - t0, 3)
     doc = build_document(results, run_meta=meta, baseline=baseline, expected_keys=expected_keys)
