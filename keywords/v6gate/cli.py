@@ -26,9 +26,10 @@ from pathlib import Path
 
 from . import cli_guard as guard
 from . import runlock
+from .core.verdict import NOT_RUN
 from .errors import UsageError, V6GateError
 from .paths import ROOT, SUITES
-from .report import incomplete
+from .report import files, incomplete
 from .report.results import EXIT_BENCH, EXIT_INTERRUPTED, EXIT_USAGE
 
 PHASES = (
@@ -71,6 +72,7 @@ def cmd_run(args) -> int:
     guard.check_ids(args.check)
     guard.check_workers(args.workers)
     guard.check_out_dir(args.out)
+    guard.check_free_space(args.out)
     guard.check_baseline(args.baseline)
     if os.geteuid() != 0 and target_arg == "lab":
         raise UsageError("the embedded lab needs root: run as root (or pass --target for a real device)")
@@ -160,11 +162,24 @@ def _run_locked(args, target_arg: str, run_id: str, held) -> int:
             registry.cleanup(prefix=f"{registry.PREFIX}{run_id}")
             return EXIT_USAGE
     registry.cleanup(prefix=f"{registry.PREFIX}{run_id}")  # nothing of this run survives it
-    paths, doc = finalize_run(run_dir, target_label=args.target or "lab", profile=args.profile, started=started,
-                              command=" ".join(["v6gate", *sys.argv[1:]]), baseline=args.baseline,
-                              expected_keys=None if interrupted else expected, phases=phases, t0=t0)
-    if interrupted:
+    space = files.space_problem(run_dir)  # full or read-only (before the reserve is given back for the reports)
+    incomplete.release_reserve(run_dir)
+    unwritten: files.ReportsNotWritten | None = None
+    try:
+        paths, doc = finalize_run(run_dir, target_label=args.target or "lab", profile=args.profile,
+                                  started=started, command=" ".join(["v6gate", *sys.argv[1:]]),
+                                  baseline=args.baseline, expected_keys=None if interrupted else expected,
+                                  phases=phases, t0=t0, stopped=space)
+    except files.ReportsNotWritten as exc:
+        unwritten, paths, doc = exc, exc.paths, exc.doc
+    stopped = unwritten or space or doc["run"].get("bench_lost")
+    marked = True
+    if unwritten:
+        marked = incomplete.mark_unwritten(run_dir, unwritten.missing, unwritten.why)
+    elif interrupted:
         incomplete.mark_interrupted(run_dir)
+    elif space or doc["run"].get("bench_lost"):
+        incomplete.mark_stopped(run_dir, space or doc["run"]["bench_lost"])
     else:
         incomplete.finished(run_dir)
     s = doc["summary"]
@@ -176,8 +191,16 @@ def _run_locked(args, target_arg: str, run_id: str, held) -> int:
         print(f"  new FAIL: {key}")
     for key in s["fixed"]:
         print(f"  fixed:    {key} (waived or baseline FAIL now PASSes)")
+    not_run = {f"{c['id']}{'#' + c['part'] if c.get('part') else ''}" for c in doc["checks"]
+               if c["verdict"] == "ERROR" and c["reason"].endswith(NOT_RUN)}
     for key in s["errors"]:
-        print(f"  ERROR:    {key}")
+        if key not in not_run:
+            print(f"  ERROR:    {key}")
+    if not_run:
+        print(f"  ERROR:    {len(not_run)} later part(s) not run: {doc['run'].get('bench_lost') or 'the bench broke'}")
+    if s.get("missing") and not interrupted:
+        print(f"  missing:  {len(s['missing'])} part(s) have no result (their results could not be written, or their "
+              "phase ended early)")
     for table in doc["run"].get("dut_table") or []:
         if table.get("discovered") is not None or table.get("parts_needing_discovered_limit"):
             how = ", ".join(f"{v} {k}" for k, v in sorted(table.get("by_how", {}).items()))
@@ -199,9 +222,26 @@ def _run_locked(args, target_arg: str, run_id: str, held) -> int:
         print(f"  not judged (precondition failed, see {judged_by.rstrip('#')}): {', '.join(keys)}")
     if dead:
         print(f"v6gate: {dead['detail']}: {dead['count']} later part(s) not judged (dut-alive)", flush=True)
-    print(f"v6gate: report {paths['html']}\n        results {paths['results']}\n        junit {paths['junit']}")
-    if paths.get("manifest"):
-        print(f"        compliance {paths['compliance_csv']}\n        manifest {paths['manifest']}")
+    if unwritten:  # only what is there
+        shown = [f"{k} {p}" for k, p in paths.items() if Path(p).name not in unwritten.missing and Path(p).is_file()]
+        print(f"v6gate: reports written: {', '.join(shown) or 'none'}")
+    else:
+        print(f"v6gate: report {paths['html']}\n        results {paths['results']}\n        junit {paths['junit']}")
+        if paths.get("manifest"):
+            print(f"        compliance {paths['compliance_csv']}\n        manifest {paths['manifest']}")
+    if stopped and not interrupted:  # one line: why the run could not finish its parts or its reports
+        lost = doc["run"].get("bench_lost")
+        if unwritten:
+            why = f"{unwritten}; " + (f"{incomplete.MARKER} says so" if marked else
+                                      f"{incomplete.MARKER} (written at the start) says the run did not finish") + \
+                  f", the records of what finished are in {run_dir / 'records'}"
+        elif lost:
+            why = f"{lost}: the later parts were not run (ERROR); the reports hold what finished"
+        else:
+            why = f"{space} during the run: the results that could not be written are missing; the reports hold " \
+                  f"what finished ({incomplete.MARKER})"
+        print(f"v6gate: run stopped: {why}", file=sys.stderr)
+        return EXIT_BENCH
     if interrupted:
         print("v6gate: interrupted; the reports hold what finished", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -251,7 +291,8 @@ def _recorded_parts(out: str | None) -> set[str]:
         raise UsageError("--resume needs --out RUN_DIR: the directory of the run to continue")
     if not (Path(out) / "records").is_dir():
         raise UsageError(f"--resume: {out} has no records/ directory; pass the directory of an interrupted run")
-    return {r.key for r in load_records(Path(out))}
+    # a part the run did not run because its bench was lost (an ERROR "not run") runs now
+    return {r.key for r in load_records(Path(out)) if not (r.verdict == "ERROR" and r.reason.endswith(NOT_RUN))}
 
 
 def cmd_repeat(args) -> int:
@@ -307,7 +348,10 @@ def _repeat_runs(args, rest: list[str], base: Path, env: dict) -> int:
                              env=env)
         if rc in (EXIT_USAGE, EXIT_INTERRUPTED):
             return rc
-        docs.append(json.loads((run_dir / "results.json").read_text()))
+        if not (run_dir / "results.json").is_file():  # its directory full or read-only: the run said so
+            print(f"v6gate repeat: run {i} wrote no results.json ({run_dir}); stopping", file=sys.stderr)
+            return EXIT_BENCH
+        docs.append(_verdicts_only(json.loads((run_dir / "results.json").read_text())))
     summary = compare(docs)
     (base / "repeat.json").write_text(json.dumps(summary, indent=1))
     print(f"v6gate repeat: {summary['identical']}/{summary['parts']} parts gave the same verdict in all "
@@ -316,6 +360,14 @@ def _repeat_runs(args, rest: list[str], base: Path, env: dict) -> int:
         print(f"  unstable: {key} {u['counts']}")
     print(f"v6gate repeat: {base / 'repeat.json'}")
     return 0 if not summary["unstable"] else 1
+
+
+def _verdicts_only(doc: dict) -> dict:
+    """What the comparison of repeated runs needs of a results.json (each part's verdict and reason, the phases'
+    wall times): ``repeat`` keeps one per run until the end, not the whole document (its memory grew by each
+    run's document: 90 KiB a run of 27 parts)."""
+    return {"run": {"phases": [{"wall_s": p.get("wall_s")} for p in (doc.get("run") or {}).get("phases") or []]},
+            "checks": [{k: c.get(k) for k in ("id", "part", "verdict", "reason")} for c in doc.get("checks", [])]}
 
 
 PYTEST_USAGE_ERROR = 4
@@ -502,7 +554,11 @@ def cmd_report(args) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "records").is_dir():
         raise UsageError(f"{run_dir}: no records/ directory; pass a run directory under reports/runs/")
-    paths, doc = finalize_run(run_dir, target_label="?", profile=args.profile, command="v6gate report")
+    try:
+        paths, doc = finalize_run(run_dir, target_label="?", profile=args.profile, command="v6gate report")
+    except files.ReportsNotWritten as exc:
+        incomplete.mark_unwritten(run_dir, exc.missing, exc.why)
+        raise
     if incomplete.present(run_dir):
         incomplete.mark_rebuilt(run_dir)
         print(f"v6gate report: {run_dir} is of a run that did not finish ({incomplete.MARKER}): the report holds "

@@ -88,6 +88,27 @@ def check_out_dir(out: str | None, option: str = "--out") -> None:
         raise UsageError(f"{option} {out}: cannot write there ({existing} is not writable); pass a writable directory")
 
 
+#: the least free space a run starts with: its reserve for the reports (report/incomplete.py) and room to work
+MIN_FREE = 4 << 20
+
+
+def check_free_space(out: str | None, option: str = "--out") -> None:
+    """A run directory on a file system with less than MIN_FREE left would fill before its first reports."""
+    from .paths import REPORTS
+
+    p = Path(out) if out else REPORTS / "runs"
+    while not p.exists():
+        p = p.parent
+    try:
+        st = os.statvfs(p)
+    except OSError:
+        return
+    free = st.f_bavail * st.f_frsize
+    if free < MIN_FREE:
+        raise UsageError(f"{option + ' ' + out if out else str(p)}: only {free // 1024} KiB free there; a run needs "
+                         f"at least {MIN_FREE >> 20} MiB (its pcaps and reports): make room or pass another --out")
+
+
 def _can_create_in(d: Path) -> bool:
     probe = d / f".v6gate-write-probe-{os.getpid()}"
     try:

@@ -217,15 +217,23 @@ def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if not _active(config) or hasattr(config, "workerinput") or config.option.v6gate_no_report:
         return
+    from .report import files, incomplete
     from .report.writer import finalize_run
 
     run_dir = Path(config.option.v6gate_run_dir)
     if not (run_dir / "records").is_dir():
         return
-    paths, doc = finalize_run(run_dir, target_label=config.option.v6gate_target or "lab",
-                              profile=config.option.v6gate_profile, started=getattr(config, "_v6gate_started", None),
-                              command="pytest " + " ".join(map(str, config.invocation_params.args)))
     tr = config.pluginmanager.get_plugin("terminalreporter")
+    try:
+        paths, doc = finalize_run(run_dir, target_label=config.option.v6gate_target or "lab",
+                                  profile=config.option.v6gate_profile,
+                                  started=getattr(config, "_v6gate_started", None),
+                                  command="pytest " + " ".join(map(str, config.invocation_params.args)))
+    except files.ReportsNotWritten as exc:  # a full or read-only run directory: say it in one line
+        incomplete.mark_unwritten(run_dir, exc.missing, exc.why)
+        if tr:
+            tr.write_line(f"v6gate: {exc}; {incomplete.MARKER} says so")
+        return
     if tr:
         s = doc["summary"]
         tr.write_line(f"v6gate: {s['counts']} exit {s['exit_code']}; report {paths['html']}")

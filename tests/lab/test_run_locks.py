@@ -9,7 +9,7 @@ import os
 import re
 
 import pytest
-import yaml
+from veth_dut import VethBench
 
 from v6gate import runlock
 
@@ -19,54 +19,18 @@ NS = f"runlock{os.getpid()}"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
 
-def ip(*args):
-    import subprocess
-
-    subprocess.run(["ip", "-n", NS, *args], check=True, capture_output=True)
-
-
-DUTS = NS + "d"
-
-
 @pytest.fixture
-def links():
-    """Two links: tester rl0 - DUT rl1 (52:54:00:00:10:01), tester rl2 - DUT rl3 (...:02); the DUTs are the
-    Linux stack of a second namespace (present: the run's presence probe gets its answers)."""
-    import subprocess
-
-    for ns in (NS, DUTS):
-        subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
-        for a, b, mac in (("rl0", "rl1", "52:54:00:00:10:01"), ("rl2", "rl3", "52:54:00:00:10:02")):
-            ip("link", "add", a, "type", "veth", "peer", "name", b)
-            ip("link", "set", b, "address", mac, "netns", DUTS)
-            subprocess.run(["ip", "-n", DUTS, "link", "set", b, "up"], check=True)
-        for dev in ("lo", "rl0", "rl2"):
-            ip("link", "set", dev, "up")
-        yield
-    finally:
-        for ns in (NS, DUTS):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-
-def target(tmp_path, iface: str, mac: str) -> str:
-    doc = {"name": f"lock-{iface}", "kind": "host", "capabilities": ["Core"],
-           "tester": {"interface": iface, "netns": NS},
-           "dut": {"mac": mac, "link_local": "eui64"},
-           "link": {"prefix": "2001:db8:1::/64", "mtu": 1500, "other_routers": False},
-           "control": {"adapter": "none"},
-           "timing": {"reply_timeout_s": 0.5, "silence_s": 0.5, "ready_timeout_s": 2, "retrans_timer_s": 1}}
-    p = tmp_path / f"{iface}.yaml"
-    p.write_text(yaml.safe_dump(doc))
-    return str(p)
+def bench():
+    """Two links: tester rl0 - DUT 52:54:00:00:10:01, tester rl2 - DUT 52:54:00:00:10:02."""
+    with VethBench(NS, links=2, prefix="rl") as b:
+        yield b
 
 
 ONE = ["--no-gates", "-n", "0", "--check", "icmpv6.echo_request_is_answered"]
 
 
-def test_second_run_refused_other_dut_proceeds_killed_runs_lock_taken_over(links, tmp_path):
-    t1 = target(tmp_path, "rl0", "52:54:00:00:10:01")
-    t2 = target(tmp_path, "rl2", "52:54:00:00:10:02")
+def test_second_run_refused_other_dut_proceeds_killed_runs_lock_taken_over(bench, tmp_path):
+    t1, t2 = bench.target(tmp_path, 0), bench.target(tmp_path, 1)
     first = spawn_v6gate("run", "--target", t1, "--no-gates", "-n", "0", "--area", "nd",
                          "--out", tmp_path / "first")
     try:

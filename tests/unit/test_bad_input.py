@@ -614,3 +614,17 @@ def test_a_mac_no_dut_can_have(mac, words, tmp_path, capsys, tripwires):
     assert main(["validate", target(tmp_path, setf("dut.mac", mac))]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "dut.mac" in lines[0] and words in lines[0], lines
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root (a private tmpfs)")
+def test_an_out_dir_without_room_for_a_run(tmp_path):
+    """--out on a 1 MiB file system (a tmpfs in a private mount namespace, gone with it): one line, exit 2."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = (f"mount -t tmpfs -o size=1m tmpfs {mnt} && cd {mnt} && "
+              f"{sys.executable} -m v6gate.cli run --out {mnt}/run; echo rc=$?")
+    cp = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
+                        text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(FIXTURES.parent / "keywords")})
+    lines = cp.stderr.strip().splitlines()
+    assert cp.stdout.strip().endswith("rc=2") and len(lines) == 1, cp.stdout + cp.stderr
+    assert f"--out {mnt}/run: only 1024 KiB free there; a run needs at least 4 MiB" in lines[0], lines

@@ -69,3 +69,18 @@ def test_segment_files_are_readable_by_tshark(tmp_path):
     out = subprocess.run(["tshark", "-r", str(tmp_path / "s.pcapng"), "-T", "fields", "-e", "icmpv6.echo.identifier"],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["0x0007", "0x0008"]
+
+
+def test_a_capture_whose_dumpcap_died_says_how():
+    """Asked between parts: dumpcap gone (here a real process killed by SIGKILL) is why the run cannot go on;
+    a capture being stopped, or running, is not."""
+    cap = Capture("eth0", None)
+    assert cap.died() is None  # never started
+    cap.proc = subprocess.Popen(["sh", "-c", "kill -KILL $$"])
+    cap.proc.wait(10)
+    assert cap.died() == f"the capture (dumpcap on eth0, pid {cap.proc.pid}) ended (killed by SIGKILL)"
+    cap.proc = subprocess.Popen(["sh", "-c", "exit 2"])
+    cap.proc.wait(10)
+    assert cap.died().endswith("ended (exit 2)")
+    cap._stopping = True
+    assert cap.died() is None

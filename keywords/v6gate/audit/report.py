@@ -14,7 +14,6 @@ hosts 0.9 GB): docs/v6only.md, "The report"."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -196,8 +195,9 @@ if audit_section not in html_report.SECTIONS:
 
 def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
     """results.json, junit.xml, report.html (and compliance.html), compliance.csv/.json and the manifest of
-    an audit's document, each written whole to a temporary name and renamed."""
-    from ..report import compliance, manifest
+    an audit's document, each whole or not at all (report/files.py: a full or read-only run directory keeps
+    out what did not fit, ReportsNotWritten names it)."""
+    from ..report import compliance, files
     from ..report.html import write_html
 
     table: HostTable = doc["audit"]
@@ -207,29 +207,32 @@ def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
     mark = "\0v6gate-hosts\0"
     head, tail = json.dumps({**doc, "audit": {**table.head, "hosts": mark}}, indent=1, default=str).split(
         json.dumps(mark), 1)
-    tmp = out["results"].with_suffix(".tmp")
-    with open(tmp, "wb") as f, open(table.streams.paths["table"], "rb") as src:
-        f.write(head.encode())
-        # each row is one line ending in the only newline it holds (JSON escapes the others): a newline
-        # between two rows becomes ",\n"; copied a megabyte at a time
-        f.write(b"[\n" if table.hosts else b"[]")
-        prev = b""
-        while chunk := src.read(1 << 20):
-            f.write(prev.replace(b"\n", b",\n"))
-            prev = chunk
-        if prev:
-            f.write(prev[:-1].replace(b"\n", b",\n") + b"\n  ]")
-        f.write(tail.encode())
-    os.replace(tmp, out["results"])
-    tmp = out["junit"].with_suffix(".xml.tmp")
-    _junit(doc, tmp)
-    os.replace(tmp, out["junit"])
-    out.update(compliance.write(doc, run_dir))
-    tmp = out["html"].with_suffix(".html.tmp")
-    write_html(doc, tmp, run_dir, dissect=False)
-    os.replace(tmp, out["html"])
-    out["manifest"] = manifest.write(run_dir)
-    return out
+
+    def results_json():
+        with files.replacing(out["results"]) as tmp, open(tmp, "wb") as f, \
+                open(table.streams.paths["table"], "rb") as src:
+            f.write(head.encode())
+            # each row is one line ending in the only newline it holds (JSON escapes the others): a newline
+            # between two rows becomes ",\n"; copied a megabyte at a time
+            f.write(b"[\n" if table.hosts else b"[]")
+            prev = b""
+            while chunk := src.read(1 << 20):
+                f.write(prev.replace(b"\n", b",\n"))
+                prev = chunk
+            if prev:
+                f.write(prev[:-1].replace(b"\n", b",\n") + b"\n  ]")
+            f.write(tail.encode())
+
+    def junit():
+        with files.replacing(out["junit"]) as tmp:
+            _junit(doc, tmp)
+
+    return files.write_reports(run_dir, out, [
+        (("results.json",), results_json),
+        (("junit.xml",), junit),
+        (("compliance.csv", "compliance.json"), lambda: out.update(compliance.write(doc, run_dir))),
+        (("report.html", "compliance.html"), lambda: write_html(doc, out["html"], run_dir, dissect=False)),
+    ])
 
 
 def _junit(doc: dict, path: Path) -> None:

@@ -29,6 +29,8 @@ def _report(check: dict, what: str) -> int:
     bad = [(k, rel) for k in ("changed", "missing", "extra") for rel in check[k]]
     for kind, rel in bad:
         print(f"  {kind}: {rel}")
+    if check.get("incomplete"):
+        print(f"  the run did not finish (INCOMPLETE): {check['incomplete']}")
     if bad:
         print(f"v6gate verify: {what}: MISMATCH ({len(check['changed'])} changed, {len(check['missing'])} missing, "
               f"{len(check['extra'])} extra; {len(check['ok'])} ok)")

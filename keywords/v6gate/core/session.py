@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import ipaddress
 import json
 import os
@@ -35,7 +36,7 @@ from .pace import Pace
 from .room import ADDRESS_ROOM, AddressTable
 from .setup import JUDGED_BY
 from .target import Target, load_target
-from .verdict import Deviation, NotJudged, Outcome, Result, Verdict, reason_for, result_key
+from .verdict import NOT_RUN, Deviation, NotJudged, Outcome, Result, Verdict, reason_for, result_key
 
 LAB_TARGET = "fixtures/targets/lab.yaml"
 
@@ -68,10 +69,29 @@ class RunRecorder:
         self.path = self.run_dir / "records" / f"{phase}-{self.worker}-{os.getpid()}.jsonl"
         self._lock = threading.Lock()
 
+    #: why records can no longer be written (the run directory is full or read-only), or None
+    error: str | None = None
+
     def write(self, result: Result) -> None:
-        line = json.dumps(result.as_dict(), default=str)
-        with self._lock, open(self.path, "a") as f:
-            f.write(line + "\n")
+        """Append one result as one line, whole or not at all: a line that does not fit is taken back (the
+        file keeps the lines before it) and ``error`` says why (the run stops: Session.bench_lost)."""
+        data = (json.dumps(result.as_dict(), default=str) + "\n").encode()
+        with self._lock:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                self.error = f"the run directory {self.run_dir} cannot be written ({exc.strerror or exc})"
+                return
+            size = os.fstat(fd).st_size
+            try:
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                self.error = f"the run directory {self.run_dir} cannot be written ({exc.strerror or exc})"
+            finally:
+                os.close(fd)
 
 
 class Session:
@@ -108,6 +128,9 @@ class Session:
         self.absent: str | None = None
         #: the DUT's DAD probes since its last reset, seen passively (core/observer.py): does it perform DAD at all
         self.observer: DutObserver | None = None
+        #: the bench could not go on (the tester interface deleted or set down, the run directory full or
+        #: read-only): the part it happened in is ERROR, every later part ERROR at once, not run
+        self.bench_lost: str | None = None
 
     # -- construction helpers ---------------------------------------------------------
     @classmethod
@@ -448,6 +471,20 @@ class Session:
                 moved.append(f"{name}: {n - n0} error(s){' (' + last + ')' if last else ''}")
         return "; ".join(moved) or None
 
+    def _lost_now(self) -> str | None:
+        """Why the bench cannot go on, now: the tester interface gone or down, the run directory not
+        writable (a pcap or a record could not be written), or the capture ended (no part could keep its pcap)."""
+        lost = self.port.lost() if self.port else None
+        if lost:
+            return lost
+        err = self.capture.write_error if self.capture else None
+        if err is not None:
+            return f"the run directory {self.run_dir} cannot be written ({err.strerror or err})"
+        died = self.capture.died() if self.capture else None
+        if died:
+            return died
+        return self.recorder.error if self.recorder else None
+
     def _safe_addresses(self) -> list[str]:
         try:
             return self.control.addresses()
@@ -466,7 +503,7 @@ class Session:
             raise UsageError(f"the lab DUT carries fault {self.dut_fault} for the whole run (target lab.fault): "
                              "prove checks on a healthy lab target")
         outcome, ctx, evidence = self._attempt(c, part, fault, pcap)
-        if ctx is not None and self.liveness is not None:
+        if ctx is not None and self.liveness is not None and not self.bench_lost:  # (a lost bench asks nothing more)
             unformed = self.table.settle(ctx)  # which of its fresh prefixes the DUT formed an address in
             if self.table_discovery:
                 outcome, ctx, evidence = self._retry_if_full(c, part, fault, pcap, outcome, ctx, evidence, unformed)
@@ -536,8 +573,15 @@ class Session:
         interrupted = False
         mechanism = fault or self.dut_fault
         gone = self.liveness.before_part() if self.liveness is not None else None
+        lost: str | None = None
+        if not why_skip and self.bench_lost is None:
+            before = self._lost_now()
+            if before:
+                self.bench_lost = f"{before} before {result_key(c.id, part.letter)}"
         if why_skip:
             outcome = Outcome(Verdict.SKIP, why_skip)
+        elif self.bench_lost:
+            outcome = Outcome(Verdict.ERROR, f"bench error: {self.bench_lost}{NOT_RUN}")
         elif self.absent:
             outcome = Outcome(Verdict.ERROR, f"bench error: {self.absent}")
         elif gone is not None:
@@ -593,9 +637,10 @@ class Session:
             finally:
                 if self.capture:
                     self.capture.end()
+                lost = self._lost_now()  # before any probe: a lost tester is the bench's, never the DUT's silence
                 if ctx:
                     ctx.cleanup()
-                    if self.liveness is not None and not interrupted:
+                    if self.liveness is not None and not interrupted and not lost:
                         outcome = self.liveness.after_part(ctx, result_key(c.id, part.letter), outcome)
                 if counters is not None:
                     bench_broke = self._bench_broke(counters, self._bench_counters())
@@ -604,7 +649,11 @@ class Session:
                     self._applied.remove()
                 self._applied = None
                 self._fault = None
-        if bench_broke and outcome.verdict != Verdict.SKIP:
+        if lost and outcome.verdict != Verdict.SKIP:
+            self.bench_lost = f"{lost} during {result_key(c.id, part.letter)}"
+            outcome = Outcome(Verdict.ERROR, f"bench error: {lost} during this part (the check's own verdict would "
+                                             f"have been {outcome.verdict}: {outcome.seen})")
+        elif bench_broke and outcome.verdict != Verdict.SKIP:
             # the tester's own side failed during the check: whatever the DUT did, the verdict means nothing
             outcome = Outcome(Verdict.ERROR, f"bench error: {bench_broke} (the check's own verdict would have been "
                                              f"{outcome.verdict}: {outcome.seen})")

@@ -169,5 +169,10 @@ def reason_for(outcome: Outcome, expected: str, where: str = "") -> str:
     return outcome.seen + sent + where
 
 
+#: the end of the reason of a part the run did not run because its bench was lost before it (core/session.py):
+#: ``run --resume`` runs such a part again
+NOT_RUN = "; this part was not run"
+
+
 def result_key(check_id: str, part: str | None) -> str:
     return f"{check_id}{'#' + part if part else ''}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import signal
 import struct
 import subprocess
 import threading
@@ -39,15 +40,18 @@ class Capture:
         self._seen_tokens: set[bytes] = set()
         self._segments: dict[bytes, Path] = {}  # token -> file for pending segments
         self._path: Path | None = None  # the segment between begin and end
-        self._current: tuple[bytes, object] | None = None
+        self._current: tuple[bytes, object, Path] | None = None  # token, open file, its path
         self._header = b""
         self._endian = "<"
         self._sock = None
         self._mac = b"\x00" * 6
         self.packets = 0
         self.error: str | None = None
+        #: the OSError a segment could not be written with (ENOSPC, EROFS): no segment is written after it
+        self.write_error: OSError | None = None
         self.segments_written = 0
         self._pending: bytes | None = None
+        self._stopping = False
 
     # -- lifecycle --------------------------------------------------------------
     def start(self, ready_timeout: float = 5.0) -> Capture:
@@ -85,7 +89,21 @@ class Capture:
                 return self.proc.stderr.read().decode(errors="replace").strip().splitlines()[-1]
         return ""
 
+    def died(self) -> str | None:
+        """Why the capture no longer records (dumpcap ended, or its reader stopped), or None while it does.
+        Asked between parts: a part after this would have no pcap, so the run cannot go on."""
+        if self.proc is None or self._stopping:
+            return None
+        rc = self.proc.poll()
+        if rc is not None:
+            how = f"killed by {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exit {rc}"
+            return f"the capture (dumpcap on {self.iface}, pid {self.proc.pid}) ended ({how})"
+        if self._thread is not None and not self._thread.is_alive():
+            return f"the capture's reader stopped ({self.error or 'dumpcap closed its output'})"
+        return None
+
     def stop(self) -> None:
+        self._stopping = True
         if self._current:
             self.end()
         if self.proc and self.proc.poll() is None:
@@ -101,7 +119,8 @@ class Capture:
             self._thread.join(3)
         with self._lock:
             if self._current:
-                self._current[1].close()
+                with contextlib.suppress(OSError):
+                    self._current[1].close()
                 self._current = None
         if self._sock:
             self._sock.close()
@@ -114,7 +133,11 @@ class Capture:
 
     def _send_marker(self, kind: bytes, token: bytes) -> None:
         frame = self._mac + self._mac + struct.pack("!H", MARKER_ETHERTYPE) + MAGIC + kind + token
-        self._sock.send(frame.ljust(60, b"\x00"))
+        try:
+            self._sock.send(frame.ljust(60, b"\x00"))
+        except OSError as exc:  # the tester interface went away or down
+            self.error = self.error or f"marker on {self.iface}: {exc.strerror or exc}"
+            raise BenchError(f"the capture's marker could not be sent on {self.iface}: {exc.strerror or exc}") from None
 
     def begin(self, path: Path) -> bytes:
         """Start copying frames into ``path`` (a new pcapng); returns the segment token."""
@@ -135,10 +158,16 @@ class Capture:
         return self._path
 
     def end(self, wait: bool = False, timeout: float = 2.0) -> None:
+        """Stop copying into the current segment (never raises: a failure is ``error``, the check's ERROR)."""
         token = self._pending
         if token is None:
             return
-        self._send_marker(b"E", token)
+        try:
+            self._send_marker(b"E", token)
+        except BenchError:
+            self._pending = None
+            self._path = None
+            return
         self._pending = None
         self._path = None
         if wait:
@@ -146,7 +175,10 @@ class Capture:
 
     def _flush(self, timeout: float) -> None:
         token = self._new_token()
-        self._send_marker(b"F", token)
+        try:
+            self._send_marker(b"F", token)
+        except BenchError:
+            return
         self._wait_token(b"F" + token, timeout)
 
     def _wait_token(self, key: bytes, timeout: float) -> bool:
@@ -204,12 +236,30 @@ class Capture:
                         continue
                 with self._lock:
                     if self._current:
-                        self._current[1].write(block)
+                        self._write(block)
         except Exception as exc:  # the capture must never take the harness down
             self.error = f"capture reader: {exc}"
         finally:
             with self._lock:
                 self._lock.notify_all()
+
+    def _write(self, data: bytes) -> None:
+        """Append to the current segment; a segment that cannot be written whole is removed (never half a pcap),
+        and nothing more is written (the run directory is full or read-only: ``write_error``)."""
+        try:
+            self._current[1].write(data)
+        except OSError as exc:
+            self._failed(exc, self._current[2])
+
+    def _failed(self, exc: OSError, path: Path) -> None:
+        self.write_error = exc
+        self.error = f"writing {path.name}: {exc.strerror or exc}"
+        if self._current is not None:
+            with contextlib.suppress(OSError):
+                self._current[1].close()
+            self._current = None
+        with contextlib.suppress(OSError):
+            path.unlink()
 
     def _packet_data(self, btype: int, body: bytes) -> bytes | None:
         if btype == EPB:
@@ -227,15 +277,24 @@ class Capture:
         with self._lock:
             if kind == b"S" and token in self._segments:
                 if self._current:
-                    self._current[1].close()
+                    with contextlib.suppress(OSError):
+                        self._current[1].close()
                 path = self._segments.pop(token)
-                fh = open(path, "wb")
-                fh.write(self._header)
-                self._current = (token, fh)
+                if self.write_error is None:
+                    try:
+                        self._current = (token, open(path, "wb"), path)
+                    except OSError as exc:
+                        self._failed(exc, path)
+                    else:
+                        self._write(self._header)
             elif kind == b"E" and self._current and self._current[0] == token:
-                self._current[1].close()
+                try:
+                    self._current[1].close()
+                except OSError as exc:  # its last buffered bytes did not fit
+                    self._failed(exc, self._current[2])
+                else:
+                    self.segments_written += 1
                 self._current = None
-                self.segments_written += 1
             self._seen_tokens.add(token)
             self._seen_tokens.add(kind + token)
             self._lock.notify_all()

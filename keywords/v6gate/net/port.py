@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import socket
@@ -40,6 +41,7 @@ SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_OUTGOING = 4
+SIOCGIFINDEX, SIOCGIFFLAGS, IFF_UP = 0x8933, 0x8913, 0x1
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; SCM_TIMESTAMPNS has the same value
 #: how long past a deadline a wait keeps waiting for a lagging receive thread to catch up
 CATCH_UP_S = 10.0
@@ -90,6 +92,7 @@ class Port:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._wake_r, self._wake_w = os.pipe()
+        self._ifindex: int | None = None
         self.rx_errors = 0
         self.last_error: str | None = None  # the latest receive/responder failure, for the check's ERROR
         #: every frame that reached the socket before this (monotonic) time has been read and kept
@@ -102,6 +105,7 @@ class Port:
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
                 s.bind((self.iface, 0))
                 ifindex = socket.if_nametoindex(self.iface)
+            self._ifindex = ifindex
         except OSError as exc:
             where = f" in namespace {self.ns}" if self.ns else ""
             raise BenchError(f"cannot open tester interface {self.iface!r}{where}: {exc.strerror or exc}; "
@@ -184,6 +188,26 @@ class Port:
             except Exception as exc:
                 self.rx_errors += 1
                 self.last_error = f"a {kind} on {self.iface} raised {type(exc).__name__}: {exc}"
+
+    def lost(self) -> str | None:
+        """Why the tester interface can no longer carry the run (deleted, replaced, or set down), or None.
+        Asked through the port's own socket, so in the tester's namespace and without entering it."""
+        if self.sock is None:
+            return None
+        name = self.iface.encode()[:15]
+        try:
+            ifindex = struct.unpack_from("i", fcntl.ioctl(self.sock, SIOCGIFINDEX, struct.pack("16s16x", name)), 16)[0]
+        except OSError:
+            return f"tester interface {self.iface} was deleted"
+        if ifindex != self._ifindex:
+            return f"tester interface {self.iface} was deleted (another interface now has its name)"
+        try:
+            flags = struct.unpack_from("H", fcntl.ioctl(self.sock, SIOCGIFFLAGS, struct.pack("16s16x", name)), 16)[0]
+        except OSError as exc:
+            return f"tester interface {self.iface} cannot be read ({exc.strerror or exc})"
+        if not flags & IFF_UP:
+            return f"tester interface {self.iface} was set down"
+        return None
 
     def add_responder(self, responder: Responder) -> None:
         self._responders.append(responder)

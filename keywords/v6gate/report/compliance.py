@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import yamlfile
 from ..paths import FIXTURES
-from . import results
+from . import files, results
 
 DATA = FIXTURES / "compliance" / "capabilities.yaml"
 COLUMNS = ("PASS", "FAIL", "waived", "SKIP", "NOT_JUDGED", "ERROR", "INCONCLUSIVE")
@@ -145,6 +145,6 @@ def write(doc: dict, run_dir: Path) -> dict[str, Path]:
     m = matrix(doc)
     run_dir = Path(run_dir)
     paths = {"compliance_csv": run_dir / "compliance.csv", "compliance_json": run_dir / "compliance.json"}
-    paths["compliance_csv"].write_text(to_csv(m))
-    paths["compliance_json"].write_text(json.dumps(m, indent=1))
+    files.write_text(paths["compliance_csv"], to_csv(m))  # each whole or not at all
+    files.write_text(paths["compliance_json"], json.dumps(m, indent=1))
     return paths

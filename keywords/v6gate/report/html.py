@@ -23,7 +23,7 @@ from markupsafe import Markup
 from .. import untrusted
 from ..errors import UsageError
 from ..paths import REPORTS, ROOT
-from . import triage
+from . import files, triage
 
 TEMPLATES = REPORTS / "templates"
 VERDICTS = ("PASS", "FAIL", "SKIP", "ERROR", "INCONCLUSIVE", "NOT_JUDGED")
@@ -159,7 +159,7 @@ def write_html(doc: dict, path: Path, report_dir: Path, *, baseline_doc: dict | 
     written = []
     for name, (t, ctx) in _pages(doc, report_dir, baseline_doc=baseline_doc, dissect=dissect).items():
         p = path if name == "report.html" else path.with_name(name)
-        with open(p, "w") as f:
+        with files.replacing(p) as tmp, open(tmp, "w") as f:  # each page whole or not at all
             f.writelines(t.generate(**ctx))
         written.append(p)
     stale = path.with_name("diff.html")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import untrusted
 from ..errors import UsageError
+from . import files
 
 NAME = "MANIFEST.sha256"
 #: what the manifest covers, relative to the run directory (records/ and logs are working files, not evidence)
@@ -60,11 +61,7 @@ def covered(run_dir: Path) -> list[str]:
 def write(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     lines = [f"{sha256(run_dir / rel)}  {rel}\n" for rel in covered(run_dir)]
-    path = run_dir / NAME
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(lines))
-    os.replace(tmp, path)
-    return path
+    return files.write_text(run_dir / NAME, "".join(lines))
 
 
 def parse(text: str, source: str = NAME) -> dict[str, str]:
@@ -93,8 +90,15 @@ def _read_manifest(run_dir: Path) -> dict[str, str]:
 
 
 def verify(run_dir: Path) -> dict[str, list[str]]:
-    """{changed, missing, extra, ok}: files whose hash differs, listed but absent, evidence not listed."""
+    """{changed, missing, extra, ok}: files whose hash differs, listed but absent, evidence not listed; the
+    reports the run could not write (its INCOMPLETE says which: a full or read-only directory) are missing,
+    and so is the manifest of a run that did not get to write one."""
+    from . import incomplete
+
     run_dir = Path(run_dir)
+    if incomplete.present(run_dir) and not (run_dir / NAME).exists() and run_dir.is_dir():
+        return {"changed": [], "missing": [NAME], "extra": [], "ok": [],
+                "incomplete": _first_line(run_dir / incomplete.MARKER)}
     entries = _read_manifest(run_dir)
     changed, missing, ok = [], [], []
     for rel, digest in sorted(entries.items()):
@@ -106,7 +110,19 @@ def verify(run_dir: Path) -> dict[str, list[str]]:
         else:
             ok.append(rel)
     extra = [rel for rel in covered(run_dir) if rel not in entries]
-    return {"changed": changed, "missing": missing, "extra": extra, "ok": ok}
+    missing += [rel for rel in incomplete.unwritten(run_dir) if rel not in entries and rel not in missing]
+    out = {"changed": changed, "missing": missing, "extra": extra, "ok": ok}
+    if incomplete.present(run_dir):
+        out["incomplete"] = _first_line(run_dir / incomplete.MARKER)
+    return out
+
+
+def _first_line(path: Path) -> str:
+    try:
+        lines = untrusted.read_text(path, _MANIFEST_LIMITS).strip().splitlines()
+    except UsageError:
+        return "?"
+    return lines[-2] if len(lines) > 1 and lines[-1].startswith("not written: ") else (lines[-1] if lines else "?")
 
 
 def bundle(run_dir: Path, out: Path | None = None) -> tuple[Path, dict]:

@@ -49,7 +49,9 @@ def load_records(run_dir: Path, phases: tuple[str, ...] | None = None) -> list[R
                 r = Result.from_dict(untrusted.parse_json(line, f"{path}:{n}", untrusted.RUN_OUTPUT))
             except (UsageError, ValueError, TypeError, KeyError, AttributeError):
                 continue  # a line cut by a kill (or not a record); the check shows as missing
-            out[(r.id, r.part, r.setup)] = r
+            key = (r.id, r.part, r.setup)
+            if key not in out or (r.started or "") >= (out[key].started or ""):  # a resumed run's result is newer
+                out[key] = r
     return list(out.values())
 
 
@@ -363,31 +365,34 @@ def dump_document(doc: dict, f) -> None:
 
 
 def write_all(run_dir: Path, doc: dict) -> dict[str, Path]:
-    """Write results.json, junit.xml, the HTML pages, compliance.csv/.json and MANIFEST.sha256 into run_dir."""
+    """Write results.json, junit.xml, compliance.csv/.json, the HTML pages and MANIFEST.sha256 into run_dir,
+    each whole or not at all; report.files.ReportsNotWritten names what a full or read-only run directory
+    kept out (the manifest then covers what was written)."""
+    from . import compliance, files
     from .html import write_html
     from .junit import write_junit
 
     validate(doc)
     run_dir = Path(run_dir)
     out = {"results": run_dir / "results.json", "junit": run_dir / "junit.xml", "html": run_dir / "report.html"}
-    # each file whole or not at all (temp + rename): a kill mid-write leaves the previous version or none
-    tmp = out["results"].with_suffix(".tmp")
-    with open(tmp, "w") as f:
-        dump_document(doc, f)
-    os.replace(tmp, out["results"])
-    tmp = out["junit"].with_suffix(".xml.tmp")
-    write_junit(doc, tmp)
-    os.replace(tmp, out["junit"])
-    from . import compliance, manifest
 
-    out.update(compliance.write(doc, run_dir))  # compliance.csv / .json, before the pages that link them
-    tmp = out["html"].with_suffix(".html.tmp")
+    def results_json():
+        with files.replacing(out["results"]) as tmp, open(tmp, "w") as f:
+            dump_document(doc, f)
+
+    def junit():
+        with files.replacing(out["junit"]) as tmp:
+            write_junit(doc, tmp)
+
     # an audit's evidence pcap is the whole audited capture, not a check's window: dissecting it with
     # tshark -V per failing host read the multi-GB capture thousands of times and held its text in memory
-    write_html(doc, tmp, run_dir, dissect=not doc["run"].get("audit"))
-    os.replace(tmp, out["html"])
-    out["manifest"] = manifest.write(run_dir)  # last: over everything above and every pcap
-    return out
+    return files.write_reports(run_dir, out, [
+        (("results.json",), results_json),
+        (("junit.xml",), junit),
+        (("compliance.csv", "compliance.json"), lambda: out.update(compliance.write(doc, run_dir))),
+        (("report.html", "compliance.html"), lambda: write_html(doc, out["html"], run_dir,
+                                                                dissect=not doc["run"].get("audit"))),
+    ])
 
 
 def now_iso() -> str:

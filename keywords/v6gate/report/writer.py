@@ -3,6 +3,7 @@ its report files out."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 from .. import untrusted
 from ..errors import UsageError
 from . import gates as _gates  # noqa: F401  (the gates register their renderer, report section and results.json part)
+from .files import ReportsNotWritten
 from .results import build_document, host_info, load_records, now_iso, tool_versions, write_all
 
 
@@ -38,7 +40,15 @@ def write_session_info(run_dir: Path, session, closing: bool = False) -> None:
         info["pace"] = pace.summary()  # the reply and silence windows derived from the DUT's answers (core/pace.py)
     if closing and getattr(session, "last_lab_timings", None):
         info.setdefault("lab", {})["timings_s"] = session.last_lab_timings
-    path.write_text(json.dumps(info))
+    if getattr(session, "bench_lost", None):
+        info["bench_lost"] = session.bench_lost
+    try:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info))
+        os.replace(tmp, path)
+    except OSError:  # a full or read-only run directory: the run says so itself (cli.py, report/storage.py)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def read_session_infos(run_dir: Path) -> list[dict]:
@@ -56,9 +66,10 @@ def read_session_infos(run_dir: Path) -> list[dict]:
 def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str | None = None,
                  command: str = "", baseline: str | None = None, expected_keys: list[str] | None = None,
                  phases: list[dict] | None = None, t0: float | None = None,
-                 campaign_dut: str | None = None) -> tuple[dict, dict]:
+                 campaign_dut: str | None = None, stopped: str | None = None) -> tuple[dict, dict]:
     """``campaign_dut``: the DUT entry this run is in the campaign ``V6GATE_CAMPAIGN`` names (when the
-    variable, shared by the processes of a Robot campaign, does not name it itself)."""
+    variable, shared by the processes of a Robot campaign, does not name it itself).  ``stopped``: why the run
+    could not go on, as its caller saw it (the run directory full or read-only), when no phase said it."""
     from ..core.check import load_all
 
     load_all()  # areas register their report renderers, sections and document parts on import
@@ -95,6 +106,9 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
         campaign = {**campaign, "dut": campaign_dut}
     if campaign and campaign.get("dut"):
         meta["campaign"] = campaign
+    lost = [i["bench_lost"] for i in infos if i.get("bench_lost")]
+    if lost or stopped:
+        meta["bench_lost"] = lost[0] if lost else stopped  # the tester interface or the run directory failed; later parts not run
     left = [i["dut_state_after"] for i in infos if i.get("dut_state_after")]
     if left:
         meta["dut_state_after"] = left
@@ -105,7 +119,11 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
     if t0 is not None:
         meta["duration_s"] = round(time.monotonic() - t0, 3)
     doc = build_document(results, run_meta=meta, baseline=baseline, expected_keys=expected_keys)
-    paths = write_all(run_dir, doc)
+    try:
+        paths = write_all(run_dir, doc)
+    except ReportsNotWritten as exc:  # a full or read-only run directory: the caller says what is missing
+        exc.doc = doc
+        raise
     latest = run_dir.parent.parent / "latest"
     if run_dir.parent.name == "runs":
         try:
