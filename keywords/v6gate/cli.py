@@ -59,6 +59,7 @@ def cmd_run(args) -> int:
     if args.target:
         target = load_target(args.target)  # validate before anything is built (one-line error, exit 2)
         guard.check_waivers(target)
+        guard.check_extensions(target)
         guard.check_tester_interface(target)
         from .scope_guard import refusal
 
@@ -543,6 +544,7 @@ def cmd_validate(args) -> int:
 
     t = load_target(args.target_file)
     guard.check_waivers(t)
+    guard.check_extensions(t)
     print(f"{args.target_file}: OK ({t.kind} '{t.name}', {len(t.capabilities)} capabilities, "
           f"control {t.control['adapter']}, {len(t.waivers)} waivers)")
     return 0

@@ -69,6 +69,14 @@ def check_waivers(target) -> None:
                              f"{', '.join(p.letter for p in c.parts if p.letter) or 'none (leave part out)'}")
 
 
+def check_extensions(target) -> None:
+    """The area settings a target file gives under ``extensions`` that an area validates before anything runs
+    (ikev2: its fields, and that the pre-shared key can be read when the DUT claims IKEv2)."""
+    from .checks.ikev2.settings import validate as ikev2
+
+    ikev2(target)
+
+
 def check_workers(n: int, option: str = "-n") -> None:
     if n < 0:
         raise UsageError(f"{option} {n}: give 0 (in-process) or a positive number of workers")

@@ -65,7 +65,7 @@ RESTORE_REACHABLE_MS, RESTORE_RETRANS_MS = 30_000, 1_000
 
 class CheckContext:
     def __init__(self, *, check: Check, part: Part, port: Port, target, control: Control, dut: DutView,
-                 session=None):
+                 session=None, pcap=None):
         self.check = check
         self.part_spec = part
         self.part = part.letter
@@ -75,6 +75,8 @@ class CheckContext:
         self.control = control
         self.dut = dut
         self.session = session
+        #: the check's pcap (evidence written beside it: e.g. ikev2's Wireshark decryption tables)
+        self.pcap = pcap
         pace = getattr(session, "pace", None)  # a DUT the run does not rebuild: windows from its answers (core/pace.py)
         self.timing = pace.timing() if pace is not None else target.timing
         self.reply_timeout = float(self.timing["reply_timeout_s"])

@@ -607,7 +607,7 @@ class Session:
                 if target is not self.target:
                     evidence["dut_mac"] = target.dut_mac  # a device standing in for the DUT (the report's dissection)
                 ctx = CheckContext(check=c, part=part, port=self.port, target=target, control=control, dut=dut,
-                                   session=self)
+                                   session=self, pcap=pcap)
                 ctx.attempt = attempt
                 self._wait_for_settle(ctx)
                 if not self.lab:

@@ -65,6 +65,10 @@ class Channel:
         self.local_port = self.peer_port = IKE_PORT
         self.note = note or (lambda msg: None)
         self.lock = threading.RLock()  # one IkePeer, used by the check and the AutoAnswer on the port's thread
+        #: the peer's requests this side answered, and the answers (a retransmitted request gets the same answer
+        #: again, RFC 7296 §2.1: AutoAnswer does it from the port's thread)
+        self.answered: dict[bytes, tuple[bytes, int]] = {}
+        self.auto: AutoAnswer | None = None  # the AutoAnswer on this channel, if any
 
     def use_natt(self) -> None:
         """Move to UDP 4500 (RFC 7296 §2.23: after NAT detection, the initiator's next message)."""
@@ -77,7 +81,10 @@ class Channel:
         return (self.node.ipv6(self.peer_addr, self.peer_mac, src=self.local_addr)
                 / UDP(sport=sport, dport=dport) / Raw(payload))
 
-    def send(self, data: bytes, label: str | None = None, **ports) -> float:
+    def send(self, data: bytes, label: str | None = None, *, answers: bytes | None = None, **ports) -> float:
+        """Send ``data``; ``answers``: the peer's request it answers (kept for that request's retransmissions)."""
+        if answers is not None:
+            self.answered[answers] = (data, ports.get("dport") or self.peer_port)
         t = self.port.send(self.frame(data, **ports))
         self.note(f"sent {label or _label(data)} to [{self.peer_addr}]:{ports.get('dport') or self.peer_port}")
         return t
@@ -166,13 +173,24 @@ class AutoAnswer:
     log: list[Answered] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
+    def __post_init__(self):
+        self.channel.auto = self
+
     def __call__(self, port: Port, frame: Frame) -> None:
-        if not self.enabled or self.peer.ike is None:
+        if not self.enabled:
             return
         got = self.channel.ike_of(frame.pkt)
         if got is None:
             return
         data = got[0]
+        cached = self.channel.answered.get(data)
+        if cached is not None:  # the peer retransmitted a request this side answered: the same answer (§2.1)
+            self.channel.send(cached[0], f"the same answer again to the peer's retransmitted {_label(data)}",
+                              dport=got[1])
+            self.log.append(Answered(frame.time, Result("ok", None, "retransmitted request answered again"), True))
+            return
+        if self.peer.ike is None:
+            return
         h = codec.peek_header(data)
         if h[3] & Flag.RESPONSE or h[2] not in (Exchange.CREATE_CHILD_SA, Exchange.INFORMATIONAL):
             return  # IKE_SA_INIT and IKE_AUTH are the check's to answer (serve_init, serve_auth)
@@ -257,23 +275,22 @@ def serve_init(ch: Channel, peer: IkePeer, within: float, since: float, *, round
     until one is accepted; (the last result, earlier ones, every request seen).  NoAnswer when none comes."""
     earlier: list[Result] = []
     seen: list[Datagram] = []
-    answered: dict[bytes, bytes] = {}
     while len(earlier) < rounds:
         dg = ch.wait(within, since=since, exchange=Exchange.IKE_SA_INIT, response=False)
         if dg is None:
             raise NoAnswer(f"no IKE_SA_INIT request within {within:g} s"
                            + (f" after the answer to the previous one ({earlier[-1].detail})" if earlier else ""))
         since = dg.time + 1e-6
-        if dg.data in answered:  # the peer's retransmission of a request already answered: the same answer (§2.1)
-            ch.send(answered[dg.data], "the same IKE_SA_INIT response again (the request was retransmitted)",
-                    dport=dg.sport)
+        if dg.data in ch.answered:  # a retransmission of a request already answered (AutoAnswer answers it again)
+            if ch.auto is None or not ch.auto.enabled:
+                ch.send(ch.answered[dg.data][0], "the same IKE_SA_INIT response again (the request was "
+                                                 "retransmitted)", dport=dg.sport)
             continue
         seen.append(dg)
         with ch.lock:
             out, res = peer.answer_sa_init(dg.data, **answer)
         if out is not None:
-            ch.send(out, f"IKE_SA_INIT response ({res.kind}: {res.detail})", dport=dg.sport)
-            answered[dg.data] = out
+            ch.send(out, f"IKE_SA_INIT response ({res.kind}: {res.detail})", dport=dg.sport, answers=dg.data)
         if res.ok:
             if peer.nat_detected:
                 ch.use_natt()
@@ -291,5 +308,5 @@ def serve_auth(ch: Channel, peer: IkePeer, within: float, since: float, **answer
         raise NoAnswer(f"no IKE_AUTH request within {within:g} s after the IKE_SA_INIT response")
     with ch.lock:
         out, res = peer.answer_auth(dg.data, **answer)
-    ch.send(out, f"IKE_AUTH response ({res.detail})", dport=dg.sport)
+    ch.send(out, f"IKE_AUTH response ({res.detail})", dport=dg.sport, answers=dg.data)
     return res, dg
