@@ -114,3 +114,29 @@ def test_swanctl_raw_output_is_parsed():
 def test_the_lab_dut_proposals_parse():
     for text in ("aes128-sha256-modp2048", "aes128gcm16-prfsha256-ecp256", "aes128-sha256-x25519"):
         proposals.parse(text)
+
+
+def test_the_vm_role_ships_every_plugin_its_charon_loads(tmp_path):
+    """charon dlopen()s its plugins (ldd of charon does not show them): the ikev2 role lists each one v6g-ike's
+    strongswan.conf loads, and the image holds them with their libraries, the scripts and the key."""
+    import re
+
+    import pytest
+
+    from v6gate.lab.services import vm_target as V
+    from v6gate.paths import FIXTURES
+
+    loads = re.search(r"^\s*load = (.*)$", (FIXTURES / "lab" / "vm-target" / "v6g-ike").read_text(), re.M).group(1)
+    role = V.load_roles()["ikev2"]
+    listed = {p.rsplit("libstrongswan-", 1)[1][:-3] for p in role["host_files"] if "libstrongswan-" in p}
+    assert set(loads.split()) == listed
+    if not (V.IMAGE / "ready").is_file():
+        pytest.skip("the VM kernel is fetched by tools/setup")
+    image = V.build_initramfs(tmp_path / "i.cpio", ["ipsec", "ikev2"]).read_bytes()
+    names = set(re.findall(rb"070701[0-9A-F]{104}([^\0]+)\0", image))
+    for path in ["usr/lib/ipsec/charon", "usr/sbin/swanctl", "bin/v6g-ike", "etc/ike/params", "etc/ike/psk",
+                 "roles/ikev2.start", "roles/ikev2.reset", "lib/x86_64-linux-gnu/libgcc_s.so.1",
+                 *(f"usr/lib/ipsec/plugins/libstrongswan-{p}.so" for p in listed)]:
+        assert path.encode() in names, f"{path} missing from the VM image"
+    for lib in V.library_closure(["/usr/lib/ipsec/charon", "/usr/sbin/swanctl"]):
+        assert lib.lstrip("/").encode() in names, f"{lib} missing from the VM image"
