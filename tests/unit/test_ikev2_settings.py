@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from v6gate.checks.ikev2 import settings as S
+from v6gate.core.target import load_target
 from v6gate.errors import TargetFileError
 from v6gate.paths import FIXTURES, ROOT
-from v6gate.target import load_target
 
 
 class T:

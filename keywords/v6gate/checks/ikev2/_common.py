@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Ether
 
-from ...core.context import NotApplicable
+from ...core.context import CheckContext, NotApplicable
 from ...core.control import NotSupported
 from ...net import packets as P
 from ...net.ikev2 import exchange as X
@@ -77,7 +77,7 @@ def tester_node(t) -> EmulatedNode:
 @dataclass
 class Ike:
     """The tester's IKE end toward the DUT in one check."""
-    t: object
+    t: CheckContext
     node: EmulatedNode
     ch: X.Channel
     peer: IkePeer

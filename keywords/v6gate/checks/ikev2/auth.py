@@ -4,6 +4,7 @@ both ends, and an AUTH made with another key is refused."""
 from __future__ import annotations
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net.ikev2 import exchange as X
 from ...net.ikev2.codec import SA, Auth, IkeParseError
 from ...net.ikev2.const import Notify
@@ -51,14 +52,14 @@ def ike_auth_with_psk_proves_both_ends(t):
     try:
         res = X.authenticate(end.ch, end.peer, t.reply_timeout)
     except X.NoAnswer as exc:
-        return t.failed(f"the DUT did not answer the IKE_AUTH request: {exc}")
+        raise Deviation(f"the DUT did not answer the IKE_AUTH request: {exc}") from None
     except ProtocolError as exc:
         if wrong:
-            return t.failed(f"the DUT answered an AUTH made with another key as if it were valid, and proved itself "
-                            f"with that key: {exc}")
-        return t.failed(f"the DUT's IKE_AUTH response does not prove the configured key: {exc}")
+            raise Deviation(f"the DUT answered an AUTH made with another key as if it were valid, and proved itself "
+                            f"with that key: {exc}") from None
+        raise Deviation(f"the DUT's IKE_AUTH response does not prove the configured key: {exc}") from None
     except (IkeParseError, CryptoError) as exc:
-        return t.failed(f"the DUT's IKE_AUTH response cannot be read with the IKE SA's keys: {exc}")
+        raise Deviation(f"the DUT's IKE_AUTH response cannot be read with the IKE SA's keys: {exc}") from None
     msg = res.msg
     if wrong:
         refused = msg.notify(Notify.AUTHENTICATION_FAILED)
@@ -74,9 +75,9 @@ def ike_auth_with_psk_proves_both_ends(t):
                           passed=f"an AUTH made with another key got {msg.label()}: refused with "
                                  "AUTHENTICATION_FAILED")
     if not res.ok:
-        return t.failed(f"the DUT refused the tester's AUTH made with the configured key: {res.detail}")
-    return t.passed(f"the DUT accepted the tester's AUTH and its own AUTH verifies with the configured key; "
-                    f"{res.detail}")
+        raise Deviation(f"the DUT refused the tester's AUTH made with the configured key: {res.detail}")
+    return t.conclude(f"the DUT accepted the tester's AUTH and its own AUTH verifies with the configured key; "
+                      f"{res.detail}", [])
 
 
 def _dut_initiates(t):
@@ -91,9 +92,9 @@ def _dut_initiates(t):
     try:
         res, _ = X.serve_auth(end.ch, end.peer, C.initiation_wait(t), seen[-1].time)
     except X.NoAnswer as exc:
-        return t.failed(f"the DUT sent no IKE_AUTH request after the IKE_SA_INIT exchange: {exc}")
+        raise Deviation(f"the DUT sent no IKE_AUTH request after the IKE_SA_INIT exchange: {exc}") from None
     except (ProtocolError, IkeParseError, CryptoError) as exc:
-        return t.failed(f"the DUT's IKE_AUTH request cannot be read with the IKE SA's keys: {exc}")
+        raise Deviation(f"the DUT's IKE_AUTH request cannot be read with the IKE SA's keys: {exc}") from None
     if not res.ok:
-        return t.failed(f"the DUT's AUTH does not prove the configured key: {res.detail}")
-    return t.passed(f"the DUT's AUTH verifies with the configured key; {res.detail}")
+        raise Deviation(f"the DUT's AUTH does not prove the configured key: {res.detail}")
+    return t.conclude(f"the DUT's AUTH verifies with the configured key; {res.detail}", [])

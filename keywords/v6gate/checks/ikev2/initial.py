@@ -10,7 +10,7 @@ import struct
 
 from ...core.check import Part, check
 from ...core.context import NotApplicable
-from ...core.verdict import NotJudged
+from ...core.verdict import Deviation, NotJudged
 from ...net import packets as P
 from ...net.ikev2 import exchange as X
 from ...net.ikev2 import proposals as PR
@@ -70,11 +70,11 @@ def ike_sa_with_each_rfc8247_must_suite(t):
     try:
         res, earlier = X.initiate(end.ch, end.peer, t.reply_timeout)
     except X.NoAnswer as exc:
-        return t.failed(f"the DUT did not answer an IKE_SA_INIT offering {t.p.ike}: {exc}")
+        raise Deviation(f"the DUT did not answer an IKE_SA_INIT offering {t.p.ike}: {exc}") from None
     except (ProtocolError, IkeParseError, CryptoError) as exc:
-        return t.failed(f"the DUT's IKE_SA_INIT response to {t.p.ike} is wrong: {exc}")
+        raise Deviation(f"the DUT's IKE_SA_INIT response to {t.p.ike} is wrong: {exc}") from None
     if not res.ok:
-        return t.failed(f"the DUT refused {PR.text(offered)} (offered alone) with {res.detail} "
+        raise Deviation(f"the DUT refused {PR.text(offered)} (offered alone) with {res.detail} "
                         f"(RFC 8247 §3.1: these transforms are MUST/SHOULD)")
     problems = _header_problems(res.msg, response=True, initiator_flag=False, msg_id=0,
                                 what="the IKE_SA_INIT response")
@@ -88,7 +88,7 @@ def ike_sa_with_each_rfc8247_must_suite(t):
     except (ProtocolError, IkeParseError, CryptoError) as exc:
         return t.conclude(seen, [f"the DUT's IKE_AUTH response is wrong: {exc}", *problems])
     if not res.ok:
-        return t.failed(f"IKE_AUTH: the DUT answered {res.detail}")
+        raise Deviation(f"IKE_AUTH: the DUT answered {res.detail}")
     problems += _header_problems(res.msg, response=True, initiator_flag=False, msg_id=1,
                                  what="the IKE_AUTH response")
     want_id = C.cfg(t).identity
@@ -129,7 +129,7 @@ def dut_initiates_with_the_rfc8247_must_transforms(t):
     dg = end.ch.wait(C.initiation_wait(t), since=since, exchange=Exchange.IKE_SA_INIT, response=False)
     if dg is None:
         t.record_dut_sent(since, what="IKE_SA_INIT request")
-        return t.failed(f"the DUT sent no IKE_SA_INIT request within {C.initiation_wait(t):g} s of being asked to "
+        raise Deviation(f"the DUT sent no IKE_SA_INIT request within {C.initiation_wait(t):g} s of being asked to "
                         "initiate")
     msg = Message.decode(dg.data)
     problems = _header_problems(msg, response=False, initiator_flag=True, msg_id=0, what="its IKE_SA_INIT request")
@@ -137,7 +137,7 @@ def dut_initiates_with_the_rfc8247_must_transforms(t):
         problems.append(f"its IKE_SA_INIT request has responder SPI {msg.spi_r.hex()}, not zero (RFC 7296 §3.1)")
     sa, ke, nonce = msg.get(SA), msg.get(KE), msg.get(Nonce)
     if sa is None or ke is None or nonce is None:
-        return t.failed(f"its IKE_SA_INIT request lacks {[n for n, p in (('SA', sa), ('KE', ke), ('Ni', nonce)) if p is None]}"
+        raise Deviation(f"its IKE_SA_INIT request lacks {[n for n, p in (('SA', sa), ('KE', ke), ('Ni', nonce)) if p is None]}"
                         f": {msg.label()}")
     offered = "; ".join(p.label() for p in sa.proposals)
     must = [p for p in sa.proposals if all(any(tr.id == tid and (bits is None or tr.key_length == bits)
@@ -239,7 +239,7 @@ def invalid_ke_payload_makes_the_dut_retry_with_the_requested_group(t):
         seen.append(f"after the COOKIE: {msg.label()}")
     sa, ke = msg.get(SA), msg.get(KE)
     if sa is None or ke is None:
-        return t.failed(f"the DUT's IKE_SA_INIT request lacks an SA or KE: {msg.label()}")
+        raise Deviation(f"the DUT's IKE_SA_INIT request lacks an SA or KE: {msg.label()}")
     groups = PR.offered_groups(sa.proposals)
     other = [g for g in groups if g != ke.group]
     if not other:
@@ -251,10 +251,10 @@ def invalid_ke_payload_makes_the_dut_retry_with_the_requested_group(t):
     retry, repeats = _next_request(t, end, sent, msg.spi_i, dg.data)
     if retry is None:
         t.record_dut_sent(sent, what="IKE_SA_INIT retry")
-        return t.failed(f"the DUT did not retry with group {want} after INVALID_KE_PAYLOAD"
-                        + (f"; it retransmitted its request with group {ke.group} {repeats} time(s)" if repeats else ""),
-                        [f"no IKE_SA_INIT with a KE of group {want} within {C.initiation_wait(t):g} s"
-                         + (f"; {repeats} retransmission(s) with KE group {ke.group}" if repeats else "")])
+        return t.conclude(f"the DUT did not retry with group {want} after INVALID_KE_PAYLOAD"
+                          + (f"; it retransmitted its request with group {ke.group} {repeats} time(s)" if repeats else ""),
+                          [f"no IKE_SA_INIT with a KE of group {want} within {C.initiation_wait(t):g} s"
+                           + (f"; {repeats} retransmission(s) with KE group {ke.group}" if repeats else "")])
     rmsg = Message.decode(retry.data)
     rke, rsa = rmsg.get(KE), rmsg.get(SA)
     problems = []
@@ -311,10 +311,10 @@ def cookie_is_echoed_first_with_the_request_unchanged(t):
     seen = [f"first request {msg.label()}"]
     if retry is None:
         t.record_dut_sent(sent, what="IKE_SA_INIT with the COOKIE")
-        return t.failed(f"the DUT sent its IKE_SA_INIT again without the COOKIE ({repeats} retransmission(s) of the "
-                        "first request)" if repeats else "the DUT did not retry IKE_SA_INIT after the COOKIE",
-                        [f"no IKE_SA_INIT request echoing the COOKIE within {C.initiation_wait(t):g} s"
-                         + (f"; {repeats} unchanged retransmission(s) without it" if repeats else "")])
+        return t.conclude(f"the DUT sent its IKE_SA_INIT again without the COOKIE ({repeats} retransmission(s) of the "
+                          "first request)" if repeats else "the DUT did not retry IKE_SA_INIT after the COOKIE",
+                          [f"no IKE_SA_INIT request echoing the COOKIE within {C.initiation_wait(t):g} s"
+                           + (f"; {repeats} unchanged retransmission(s) without it" if repeats else "")])
     rmsg = Message.decode(retry.data)
     seen.append(f"retry {rmsg.label()} (+{retry.time - sent:.3f} s)")
     problems = []

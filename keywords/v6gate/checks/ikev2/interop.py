@@ -23,11 +23,13 @@ from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
 
 from ...core.check import Part, check
 from ...core.context import NotApplicable
+from ...core.verdict import Deviation
 from ...errors import BenchError
 from ...net.ikev2 import keylog
 from ...net.ikev2 import proposals as PR
 from ...net.ikev2 import strongswan as S
 from ...net.ikev2.const import Encr, Integ, Proto
+from ...scenario.ikev2_peer import PeerNamespace
 from . import _common as C
 
 ENCR = {"AES_CBC": Encr.AES_CBC, "AES_GCM_16": Encr.AES_GCM_16, "3DES": Encr.TRIPLE_DES}
@@ -101,7 +103,7 @@ def dut_interoperates_with_strongswan(t):
     peer_addr = s.interop_peer["address"]
     work = Path(tempfile.mkdtemp(prefix="v6gate-ikev2-interop-"))
     t.defer(lambda: shutil.rmtree(work, ignore_errors=True))
-    ns = S.PeerNamespace(t.target.tester_interface, t.target.tester_netns, peer_addr)
+    ns = PeerNamespace(t.target.tester_interface, t.target.tester_netns, peer_addr)
     t.defer(ns.close)
     charon = S.Charon(ns.ns, work / "charon", S.Settings(kernel=s.interop_peer["kernel"], retransmit_timeout=1.0,
                                                         retransmit_base=2.0, retransmit_tries=4)).start()
@@ -142,7 +144,7 @@ def dut_interoperates_with_strongswan(t):
             if any(w in log for w in words):
                 how += f"; {code}"
         t.record_dut_sent(since, what="an IKE exchange with strongSwan")
-        return t.failed(f"strongSwan and the DUT did not establish an IKE SA with a CHILD_SA ({how}); strongSwan "
+        raise Deviation(f"strongSwan and the DUT did not establish an IKE SA with a CHILD_SA ({how}); strongSwan "
                         f"logged: {' | '.join(why) or 'nothing relevant'}")
     sa = sas[0]
     children = [c for c in (sa.get("child-sas") or {}).values() if c.get("state") == "INSTALLED"]

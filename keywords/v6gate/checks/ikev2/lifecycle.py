@@ -5,6 +5,7 @@ liveness checks answered, a DELETE honoured."""
 from __future__ import annotations
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net.ikev2 import exchange as X
 from ...net.ikev2.codec import Delete, IkeParseError
 from ...net.ikev2.const import Exchange, Proto
@@ -56,9 +57,9 @@ def child_sa_rekey_keeps_traffic_flowing(t):
     _traffic_precondition(t, end, old)
     res, problem = _ask(t, end, lambda p: p.create_child(rekey=old, pfs_group=pfs), "CREATE_CHILD_SA rekey")
     if problem:
-        return t.failed(problem)
+        raise Deviation(problem)
     if not res.ok:
-        return t.failed(f"the DUT refused to rekey the CHILD_SA: {res.detail}")
+        raise Deviation(f"the DUT refused to rekey the CHILD_SA: {res.detail}")
     new = res.child
     seen = [f"rekeyed: {new.label()}" + (f" with PFS group {pfs}" if pfs else "")]
     problems = []
@@ -105,9 +106,9 @@ def ike_sa_rekey_keeps_the_child_sa(t):
     old_ike = end.peer.ike
     res, problem = _ask(t, end, lambda p: p.rekey_ike(), "CREATE_CHILD_SA rekeying the IKE SA")
     if problem:
-        return t.failed(problem)
+        raise Deviation(problem)
     if not res.ok:
-        return t.failed(f"the DUT refused to rekey the IKE SA: {res.detail}")
+        raise Deviation(f"the DUT refused to rekey the IKE SA: {res.detail}")
     new_ike = end.peer.ike
     seen = [f"new IKE SA 0x{new_ike.spi_i.hex()}/0x{new_ike.spi_r.hex()} ({new_ike.chosen.label()})"]
     problems = []
@@ -178,7 +179,7 @@ def child_sa_delete_is_honoured(t):
     _traffic_precondition(t, end, child)
     res, problem = _ask(t, end, lambda p: p.delete_child(child), "DELETE of the CHILD_SA")
     if problem:
-        return t.failed(problem)
+        raise Deviation(problem)
     problems, seen = [], []
     d = res.msg.get(Delete)
     if d is None or d.proto != Proto.ESP or child.spi_out not in d.spis:
@@ -200,7 +201,7 @@ def child_sa_delete_is_honoured(t):
         seen.append(f"three Echo Requests on the deleted SA got no answer in {2 * t.silence:g} s")
     _live, problem = _ask(t, end, lambda p: p.informational(), "liveness check after the DELETE")
     if problem:
-        return t.failed(f"the IKE SA stopped answering after the CHILD_SA's DELETE (a silent DUT proves nothing): "
-                        f"{problem}", problems or [problem])
+        return t.conclude(f"the IKE SA stopped answering after the CHILD_SA's DELETE (a silent DUT proves nothing): "
+                          f"{problem}", problems or [problem])
     seen.append("the IKE SA still answers a liveness check")
     return t.conclude(seen, problems)

@@ -6,6 +6,7 @@ shows the DUT still answering a good message (no vacuous PASS)."""
 from __future__ import annotations
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net.ikev2 import exchange as X
 from ...net.ikev2 import proposals as PR
 from ...net.ikev2.codec import IkeParseError, Message, Notification
@@ -44,13 +45,13 @@ def deprecated_only_proposals_get_no_proposal_chosen(t):
     except X.NoAnswer as exc:
         res, problem = None, f"the DUT did not answer an IKE_SA_INIT offering {offered}: {exc}"
     except (ProtocolError, IkeParseError, CryptoError) as exc:
-        return t.failed(f"the DUT answered {offered} with a response the tester cannot accept: {exc}")
+        raise Deviation(f"the DUT answered {offered} with a response the tester cannot accept: {exc}") from None
     problems = []
     if res is None:
         seen = problem
     elif res.ok:
         end.peer.deleted = True  # an IKE_SA_INIT only: no IKE SA to delete
-        return t.failed(f"the DUT accepted {offered} (it chose {end.peer.ike.chosen.label()}), a proposal of only "
+        raise Deviation(f"the DUT accepted {offered} (it chose {end.peer.ike.chosen.label()}), a proposal of only "
                         "deprecated transforms")
     elif res.notify is None or res.notify.type != Notify.NO_PROPOSAL_CHOSEN:
         seen = f"the DUT answered {res.msg.label()}"

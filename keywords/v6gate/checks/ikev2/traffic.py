@@ -8,6 +8,7 @@ from scapy.layers.ipsec import ESP
 from scapy.layers.l2 import ARP, Ether
 
 from ...core.check import Part, check
+from ...core.verdict import Deviation
 from ...net.ikev2 import exchange as X
 from ...net.ikev2.codec import TS, IkeParseError
 from ...net.ikev2.const import Exchange, TsType
@@ -119,12 +120,12 @@ def ike_and_esp_stay_on_ipv6(t):
         if v4:
             first = v4[0].pkt
             what = (f"ARP who-has {first[ARP].pdst}" if ARP in first else first.summary())
-            return t.failed(f"the DUT sent {len(v4)} IPv4 frame(s) while it set up IKE (first: {what}, "
+            raise Deviation(f"the DUT sent {len(v4)} IPv4 frame(s) while it set up IKE (first: {what}, "
                             f"+{v4[0].time - since:.3f} s)")
         if res is None or not res.ok:
             raise t.not_judged("ike-sa", C.JUDGED_BY_INITIATOR, "the DUT's IKE session over IPv6 did not complete "
                                                                  "(and it sent no IPv4 frame)")
-        return t.passed(f"the DUT set up IKE and ESP over IPv6 only ({res.detail}); no IPv4 frame")
+        return t.conclude(f"the DUT set up IKE and ESP over IPv6 only ({res.detail}); no IPv4 frame", [])
     dg = end.ch.wait(C.initiation_wait(t), since=since, exchange=Exchange.IKE_SA_INIT, response=False)
     if dg is None:
         raise t.not_judged("ike-init", C.JUDGED_BY_INITIATOR, "the DUT sent no IKE_SA_INIT request over IPv6")
