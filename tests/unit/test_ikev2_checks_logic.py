@@ -69,6 +69,13 @@ def test_the_impostor_rules_undo_exactly_the_probes_damage():
     bad_icv = refusals._flip_last(good)
     (copy,) = rules.ike_icv_not_verified(_frame(bad_icv), DUT)
     assert bytes(copy[UDP].payload) == good and copy[Ether].src == "02:7e:00:00:00:01"
+    # under the impostor the copy goes later, twice, once the DUT is done with the original (charon drops a
+    # request whose Message ID it is still processing)
+    sent = []
+    later = SimpleNamespace(later=lambda after, frames: sent.append((after, frames)))
+    assert rules.ike_icv_not_verified(_frame(bad_icv), DUT, impostor=later) == []
+    assert [a for a, _ in sent] == list(rules.ICV_COPY_AFTER_S) and all(0.2 <= a < 1.5 for a, _ in sent)
+    assert all(bytes(f[UDP].payload) == good for _, (f,) in sent)
     bad_spi = refusals._invert_spi_r(good)
     (copy,) = rules.ike_unknown_spi_accepted(_frame(bad_spi), DUT)
     assert bytes(copy[UDP].payload) == good
