@@ -466,10 +466,11 @@ def _write_lab_target(lab, args) -> Path:
     import yaml
 
     from . import yamlfile
+    from .core.target import absolute_file_refs
     from .paths import FIXTURES
 
     base_path = FIXTURES / "targets" / ("example-tap.yaml" if args.tap else "lab.yaml")
-    doc = yamlfile.load_data_file(base_path)
+    doc = absolute_file_refs(yamlfile.load_data_file(base_path), base_path.resolve().parent)
     over = lab.target_overrides()
     doc.pop("lab", None)
     doc["waiver_files"] = [str((base_path.parent / w).resolve()) for w in doc.get("waiver_files", [])]

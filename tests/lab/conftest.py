@@ -67,8 +67,10 @@ def claiming_target(directory: Path, capabilities) -> Path:
     parts needing them run against the project's own simulated peer, lab/faults.py stands_in_for)."""
     import yaml
 
+    from v6gate.core.target import absolute_file_refs
+
     lab = ROOT / "fixtures" / "targets" / "lab.yaml"
-    doc = yaml.safe_load(lab.read_text())
+    doc = absolute_file_refs(yaml.safe_load(lab.read_text()), lab.parent)  # key files named from the copy too
     doc["capabilities"] = [*doc["capabilities"], *[c for c in capabilities if c not in doc["capabilities"]]]
     doc["lab"]["topology"] = str((lab.parent / doc["lab"]["topology"]).resolve())
     doc["waiver_files"] = [str(lab.parent / w) for w in doc.get("waiver_files", [])]

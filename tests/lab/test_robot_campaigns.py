@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 from test_robot import robot
 
+from v6gate.core.target import absolute_file_refs
 from v6gate.paths import FIXTURES, ROOT
 from v6gate.report.results import all_checks
 
@@ -81,7 +82,8 @@ def test_ipv6only_audit_campaign_selects_present_areas_and_audits_a_capture(tmp_
 
 
 def test_release_gate_fails_only_on_new_failures(tmp_path):
-    target = yaml.safe_load((FIXTURES / "targets" / "lab.yaml").read_text())
+    target = absolute_file_refs(yaml.safe_load((FIXTURES / "targets" / "lab.yaml").read_text()),
+                                FIXTURES / "targets")  # its key files named from wherever the copy is
     target.pop("waiver_files")  # the lab's deviation becomes a FAIL nothing waives
     target["lab"]["topology"] = str((FIXTURES / "lab" / "topology.yaml").resolve())
     tfile = tmp_path / "nowaiver-lab.yaml"

@@ -6,12 +6,13 @@ import yaml
 
 from v6gate.core.check import find
 from v6gate.core.session import Session
+from v6gate.core.target import absolute_file_refs
 from v6gate.paths import FIXTURES
 
 
 def test_unclaimed_rfc8925_and_clat_are_reported_not_failed(tmp_path):
     lab = FIXTURES / "targets" / "lab.yaml"
-    doc = yaml.safe_load(lab.read_text())
+    doc = absolute_file_refs(yaml.safe_load(lab.read_text()), lab.parent)  # key files named from the copy too
     doc["capabilities"] = [c for c in doc["capabilities"] if c not in ("RFC8925", "CLAT")]
     doc["lab"]["topology"] = str((lab.parent / doc["lab"]["topology"]).resolve())
     doc["waiver_files"] = [str(lab.parent / w) for w in doc.get("waiver_files", [])]

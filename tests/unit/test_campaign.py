@@ -136,6 +136,21 @@ def test_effective_target_takes_the_entry_overrides_waivers_and_paths(tmp_path):
     lab = spec.effective_target(c, spec.DutEntry(index=9, name="lab-x", target=None, lab_fault="dut_ignores_truncation"))
     assert lab["lab"]["fault"] == "dut_ignores_truncation" and Path(lab["lab"]["topology"]).is_absolute()
     assert all(Path(w).is_absolute() for w in lab["waiver_files"])
+    psk = Path(lab["extensions"]["ikev2"]["psk"]["file"])  # a key file named relative to the lab's target file
+    assert psk.is_absolute() and psk.is_file(), "written into the DUT's directory, the document names the same key"
+
+
+def test_a_written_target_names_the_same_key_files(tmp_path):
+    from v6gate.core.target import absolute_file_refs
+
+    src = tmp_path / "a" / "t.yaml"
+    (tmp_path / "a" / "keys").mkdir(parents=True)
+    (tmp_path / "a" / "keys" / "k").write_text("secret")
+    doc = {"x": [{"psk": {"file": "keys/k"}}, {"file": "/abs"}, {"file": "keys/k", "other": 1}], "y": "keys/k"}
+    out = absolute_file_refs(doc, src.parent)
+    assert out["x"][0]["psk"] == {"file": str(tmp_path.resolve() / "a" / "keys" / "k")}
+    assert out["x"][1] == {"file": "/abs"} and out["x"][2] == {"file": "keys/k", "other": 1} and out["y"] == "keys/k"
+    assert doc["x"][0]["psk"] == {"file": "keys/k"}, "the input is not changed"
 
 
 def test_two_entries_naming_one_dut_on_one_controller_are_refused(tmp_path):

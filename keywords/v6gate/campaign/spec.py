@@ -172,12 +172,13 @@ def select_shard(c: Campaign, spec: str | None) -> list[DutEntry]:
 def effective_target(c: Campaign, d: DutEntry) -> dict:
     """The DUT's target document: its target file (or the lab's) with the entry's overrides, waivers and
     name; relative paths of the file made absolute so the document can be written anywhere."""
-    from ..core.target import _load_yaml, _merge
+    from ..core.target import _load_yaml, _merge, absolute_file_refs
 
     src = d.target or LAB_TARGET
     doc = _load_yaml(src)
     if not isinstance(doc, dict):
         raise InputFileError(src, None, "is not a YAML mapping", "start from fixtures/targets/example-host.yaml")
+    doc = absolute_file_refs(doc, src.resolve().parent)
     doc = _merge(doc, d.overrides)
     doc["name"] = d.name
     if d.is_lab:

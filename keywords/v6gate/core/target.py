@@ -18,6 +18,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
@@ -359,6 +360,20 @@ def _check_lab_fault(doc: dict, path: Path) -> None:
     if name not in load_faults():
         raise TargetFileError(path, "lab.fault", f"{name!r} is not a lab fault",
                               "name a fault defined in fixtures/faults/*.yaml")
+
+
+def absolute_file_refs(doc: Any, base: Path) -> Any:
+    """``doc`` (a target document or part of one) with each ``{file: PATH}`` reference (a key, a PSK) whose
+    PATH is relative made absolute against ``base``, the directory of the file it was written in: a document
+    written somewhere else (a campaign's DUT directory, ``lab up``'s run state) still names the same file."""
+    if isinstance(doc, dict):
+        if set(doc) == {"file"} and isinstance(doc["file"], str) and doc["file"] \
+                and not Path(doc["file"]).is_absolute():
+            return {"file": str((base / doc["file"]).resolve())}
+        return {k: absolute_file_refs(v, base) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [absolute_file_refs(v, base) for v in doc]
+    return doc
 
 
 def _merge(base: dict, over: dict) -> dict:
