@@ -9,9 +9,11 @@ Two runs on different DUTs proceed.
 A lock is an ``flock`` on a file under ``STATE_DIR/locks/`` (``/run``: a
 tmpfs, empty after a reboot).  The kernel drops it when its owner ends, even
 by SIGKILL, so a dead owner's lock is never in the way: the next run takes
-it over and says whose it was (the file still names the dead owner).  The
-file is never removed (removing it would let two runs hold two inodes of one
-lock); a clean release empties it.
+it over and says whose it was (the file still names the dead owner).  A
+clean release removes the file while it still holds the lock; a run that
+opened the file before it was removed finds, once it has the lock, that the
+path no longer names the inode it locked, and opens the path again (so two
+runs never hold two inodes of one lock, and /run keeps no file per run).
 
 What is locked (``keys_for``): the tester interface (namespace, name); the
 DUT by its MAC and by each address the target gives it (on the tester's
@@ -56,13 +58,15 @@ class Held:
     notes: list[str] = field(default_factory=list)  # locks taken over from dead owners, one line each
 
     def release(self) -> None:
-        for fd in self.fds:
+        for key, fd in zip(self.keys, self.fds):
             with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)
+                if _names(_path(key), fd):
+                    os.unlink(_path(key))  # under the lock: a waiter on this inode opens the path again
                 fcntl.flock(fd, fcntl.LOCK_UN)
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.fds.clear()
+        self.keys.clear()
 
     def __enter__(self) -> Held:
         return self
@@ -108,6 +112,32 @@ def _path(key: str) -> Path:
     return LOCKS_DIR / f"{slug}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.lock"
 
 
+def _names(path: Path, fd: int) -> bool:
+    """``path`` still names the inode ``fd`` has open (a released lock's file is removed)."""
+    try:
+        st, mine = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _open_locked(path: Path) -> tuple[int, bool]:
+    """(fd of ``path``, whether this process holds its flock), on the inode the path names once locked."""
+    for _ in range(50):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                os.close(fd)
+                raise
+            return fd, False
+        if _names(path, fd):
+            return fd, True
+        os.close(fd)  # its holder released and removed it between our open and our lock: open the path again
+    raise OSError(errno.EAGAIN, f"{path} kept changing under the lock")
+
+
 def _owner_of(fd: int) -> dict:
     """What the lock file says about its holder ({} while the holder is still writing it)."""
     for _ in range(20):
@@ -149,13 +179,8 @@ def acquire(keys: list[tuple[str, str]], *, run_id: str = "", run_dir: str | Pat
     try:
         LOCKS_DIR.mkdir(parents=True, exist_ok=True)
         for label, key in sorted(set(keys), key=lambda k: k[1]):
-            fd = os.open(_path(key), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                    os.close(fd)
-                    raise
+            fd, mine = _open_locked(_path(key))
+            if not mine:
                 owner = _owner_of(fd)
                 os.close(fd)
                 if _inherited(owner):

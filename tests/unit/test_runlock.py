@@ -4,6 +4,7 @@ a killed run's lock taken over, two DUTs at once) is tests/lab/test_run_locks.py
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -110,3 +111,20 @@ def test_what_is_locked():
     assert "lab:v6gvm1" in lab and "tester:v6gvm1-tester:t0" in lab
     # the same MAC behind two labs' tester namespaces is two DUTs
     assert "dut-mac:v6gvm1-tester:52:54:00:12:34:56" in lab
+
+
+def test_a_clean_release_removes_the_file_and_a_waiter_on_it_locks_the_new_one(locks, tmp_path):
+    held = runlock.acquire(KEYS)
+    paths = [runlock._path(k) for _, k in KEYS]
+    assert all(p.exists() for p in paths)
+    early = os.open(paths[0], os.O_RDWR)  # a second run that opened the file just before the release
+    held.release()
+    assert not any(p.exists() for p in paths), "nothing left in the state directory per run"
+    fcntl.flock(early, fcntl.LOCK_EX | fcntl.LOCK_NB)  # it gets the lock, but on the removed inode
+    assert not runlock._names(paths[0], early), "so it must not count it as the lock"
+    fd, mine = runlock._open_locked(paths[0])
+    try:
+        assert mine and runlock._names(paths[0], fd), "it opens the path again and locks what the path names"
+    finally:
+        os.close(fd)
+        os.close(early)
