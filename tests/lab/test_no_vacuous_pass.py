@@ -1,6 +1,9 @@
 """No vacuous PASS: every "silently discard" part is followed, in the same
 check, by a valid message whose effect is required, so a DUT that ignores
 every RA (or every Redirect, or every MLD Query) FAILs it instead of passing it for free.
+Where the valid message's effect is an address the part needs (the slaac parts),
+one root cause gives one FAIL: the part is NOT_JUDGED and names the part that
+judges that address, which must FAIL under the same fault (never a PASS anywhere).
 
 Each case runs the part on the lab under a fault that makes the DUT ignore
 all such messages and requires a FAIL that says so (the valid message had no
@@ -40,9 +43,20 @@ def session(tmp_path_factory):
     s.close()
 
 
+#: the part that judges an address the slaac parts need (issue 30: its precondition, one root cause)
+ADDRESS_JUDGE = "slaac.global_address_is_formed_and_probed#A"
+
+
 @pytest.mark.parametrize("check_id, part, fault", CASES, ids=[f"{c}#{p}" for c, p, _ in CASES])
 def test_a_dut_that_ignores_everything_fails(session, check_id, part, fault):
     c = load_all()[check_id]
     r = session.run(c, c.part(part), fault=fault, setup="ignores-everything")
-    assert r.verdict == "FAIL", r.reason
     assert "proves nothing" in r.reason or "did not accept the RA" in r.reason, r.reason  # problems lead the reason
+    if r.verdict == "NOT_JUDGED":  # its precondition, an address from a valid RA, was not reached
+        assert check_id.startswith("slaac.") and r.precondition["judged_by"] == ADDRESS_JUDGE, r.precondition
+        judge_id, judge_part = ADDRESS_JUDGE.split("#")
+        judge = load_all()[judge_id]
+        j = session.run(judge, judge.part(judge_part), fault=fault, setup="ignores-everything")
+        assert j.verdict == "FAIL", f"the root cause must FAIL where it is judged: {j.reason}"
+        return
+    assert r.verdict == "FAIL", r.reason
