@@ -286,6 +286,15 @@ def echo_problems(echoes: list[Echo], child, what: str = "the CHILD_SA") -> list
     return problems
 
 
+def judge_echoes(seen: list[str], problems: list[str], echoes: list[Echo], child, what: str, carried: str) -> None:
+    """Adds to a check's evidence what its Echo Requests on a CHILD_SA gave: each one's problem, or, when every
+    one was answered in ESP on the SA, the line `carried` saying so."""
+    found = echo_problems(echoes, child, what)
+    problems += found
+    if not found:
+        seen.append(carried)
+
+
 def decode(data: bytes, end: Ike | None = None) -> Message:
     """A datagram's message, opened with the tester's IKE SA when it can be."""
     if end is not None and end.peer.ike is not None:

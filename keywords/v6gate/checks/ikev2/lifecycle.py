@@ -79,9 +79,8 @@ def child_sa_rekey_keeps_traffic_flowing(t):
             problems.append(f"the DELETE of the old CHILD_SA was answered without a Delete of its pair (SPI "
                             f"0x{old.spi_out.hex()}): {dres.msg.label()}")
     after = C.esp_echo(t, end, new, 2)
-    problems += C.echo_problems(after, new, "the new CHILD_SA")
-    if not C.echo_problems(after, new):
-        seen.append(f"the new CHILD_SA carries Echo Requests and Replies (SPI 0x{new.spi_in.hex()})")
+    C.judge_echoes(seen, problems, after, new, "the new CHILD_SA",
+                   f"the new CHILD_SA carries Echo Requests and Replies (SPI 0x{new.spi_in.hex()})")
     return t.conclude(seen, problems)
 
 
@@ -123,9 +122,8 @@ def ike_sa_rekey_keeps_the_child_sa(t):
     if dg is None:
         problems.append("the DUT did not answer the DELETE of the old IKE SA")
     echoes = C.esp_echo(t, end, child, 2)
-    problems += C.echo_problems(echoes, child, "the CHILD_SA after the IKE SA rekey")
-    if not C.echo_problems(echoes, child):
-        seen.append("the CHILD_SA carries traffic after the rekey and the old IKE SA's deletion")
+    C.judge_echoes(seen, problems, echoes, child, "the CHILD_SA after the IKE SA rekey",
+                   "the CHILD_SA carries traffic after the rekey and the old IKE SA's deletion")
     return t.conclude(seen, problems)
 
 
