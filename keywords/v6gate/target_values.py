@@ -283,6 +283,9 @@ FIELDS: dict[str, Callable[[object], object]] = {
     "extensions.storage.services[].share": smb_share,
     "extensions.dns.resolver": ipv6,
     "extensions.v6only.ipv4": ipv4_interface,
+    "extensions.plpmtud.datagram_client.netns": netns,
+    "extensions.plpmtud.datagram_client.address": ipv6,
+    "extensions.plpmtud.quic.port": port,
 }
 
 

@@ -13,17 +13,22 @@ from the target (``extensions.plpmtud.client: {netns, address}``; the lab
 fills it in: its router and the ``far-path`` node, lab/services/farpath.py),
 the DUT's echo service from ``services:``.
 
-RFC 8899 (datagram PLPMTUD) is not judged here: see docs/plpmtud.md.
+Datagram PLPMTUD (RFC 8899): where the DUT claims it (capability
+DPLPMTUD) and names a QUIC endpoint (``extensions.plpmtud.quic``), a node
+behind a narrower hop that drops every Packet Too Big (``extensions.plpmtud.
+datagram_client``; the lab's is 1400 octets) fetches a few MiB from it, and
+the DUT's datagram sizes on the wire show its search (scenario/dplpmtud.py).
 """
 
 from __future__ import annotations
 
-from scapy.layers.inet import TCP
+from scapy.layers.inet import TCP, UDP
 from scapy.layers.inet6 import ICMPv6PacketTooBig, IPv6
 
 from ..core.check import Part, check
 from ..core.context import CheckContext
 from ..errors import BenchError
+from ..scenario import dplpmtud
 from ..scenario.plpmtud import DEFAULT_TIMEOUT_S, PATH_MTU, TRANSFER_OCTETS, echo_port, settings, transfer
 
 
@@ -101,4 +106,59 @@ def pmtu_method_is_enabled_by_default(t: CheckContext):
     problems = [] if answer.get("complete") else [
         f"the transfer did not complete in the DUT's default configuration: {_outcome(answer, timeout)}"
         + ("; the Packet Too Big it was sent changed nothing" if ptb else "")]
+    return t.conclude(seen, problems)
+
+
+@check(area="plpmtud", title="A datagram transport (QUIC) finds a larger PLPMTU by probing a path that drops Packet "
+                             "Too Big",
+       rfc="RFC 8899 §4.1, §4.4, §5.2, §5.3; RFC 9000 §14.3; draft-ietf-6man-rfc8504-bis (Path MTU Discovery and "
+           "Packet Size)",
+       capabilities=["DPLPMTUD"], liveness="echo", needs=["lab_router"], fault="dut_quic_without_dplpmtud",
+       lab_services=["dplpmtud-path", "hub"], dut_config="dplpmtud",
+       expect="the DUT's QUIC endpoint, sending a few MiB to a node behind a hop narrower than its link (lab: 1400 "
+              "octets) whose router drops every Packet Too Big, sends probes above the path MTU (lost), then settles: "
+              f"at least {dplpmtud.SETTLED_MIN} datagrams after its last probe, the largest at most the path MTU and "
+              f"above BASE_PLPMTU ({dplpmtud.BASE_PLPMTU} octets); the transfer completes within the stated time")
+def datagrams_settle_by_probing_when_ptb_is_dropped(t: CheckContext):
+    """'DPLPMTUD ... does not rely on PTB messages' (RFC 8899 §1.1): in the
+    SEARCHING state the PL sends probe packets larger than the current
+    PLPMTU (§4.1, §5.2) and raises the PLPMTU to the largest that is
+    acknowledged; a lost probe is not retransmitted as data and data above
+    the PLPMTU is never sent (§4.4), so the flow settles at a size the path
+    carries (SEARCH_COMPLETE).  QUIC runs this search (RFC 9000 §14.3) with
+    PING+PADDING probes; the sizes are read from the capture (IPv6 packet
+    octets), the frames themselves being encrypted."""
+    endpoint, client, timeout = dplpmtud.settings(t)
+    dut = t.dut.global_address()
+    since = t.now()
+    t.note(f"[{client.address}] (behind a {client.path_mtu}-octet hop that drops Packet Too Big) fetches "
+           f"{endpoint.path} ({endpoint.octets} octets) from the DUT's QUIC endpoint [{dut}]:{endpoint.port} "
+           f"(ALPN {endpoint.alpn}; at most {timeout:g} s)")
+    answer = dplpmtud.transfer(client, dut, endpoint, timeout)
+    t.wait(0.3)  # the last frames reach the capture
+    frames = t.collect((lambda p: UDP in p and IPv6 in p and p[UDP].sport == endpoint.port
+                                  and p[IPv6].dst == client.address), 0, since=since)
+    ptb = t.collect(lambda p: ICMPv6PacketTooBig in p and p[IPv6].dst == dut, 0, since=since, any_source=True)
+    if ptb:
+        raise BenchError(f"{len(ptb)} Packet Too Big reached the DUT: the path's router does not drop them, so this "
+                         "is not the black-holed path the check needs")
+    found = dplpmtud.search([(f.time, len(f.pkt[IPv6])) for f in frames], client.path_mtu)
+    t.measure("transfer_s", answer.get("seconds"))
+    t.measure("received_octets", answer.get("received"))
+    t.measure("datagrams", found.datagrams)
+    t.measure("probes_above_path_mtu", len(found.above))
+    t.measure("largest_datagram", found.largest)
+    t.measure("settled_datagram", found.settled)
+    t.measure("last_probe_s", found.above[-1][0] if found.above else None)
+    error = str(answer.get("error") or "")
+    if error.startswith("handshake") and not found.above:
+        raise BenchError(f"no QUIC handshake with the DUT's endpoint [{dut}]:{endpoint.port} (ALPN {endpoint.alpn}, "
+                         f"extensions.plpmtud.quic): {error}; the DUT sent {found.datagrams} datagram(s) to the "
+                         "client, none above the path MTU (is the endpoint running, with this port and ALPN?)")
+    seen, problems = dplpmtud.judge(found, client.path_mtu)
+    if answer.get("complete"):
+        seen += f"; {endpoint.octets} octets arrived in {answer.get('seconds', 0):.2f} s"
+    else:
+        problems.append(f"the transfer did not complete over the black-holed path: {answer.get('received', 0)} of "
+                        f"{endpoint.octets} octets within {timeout:g} s ({error or 'no error given'})")
     return t.conclude(seen, problems)

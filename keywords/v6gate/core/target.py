@@ -272,7 +272,8 @@ def _mac_ok(mac: str) -> str:
 
 #: area settings checked whenever a target is loaded (``v6gate validate``, ``run``): extensions key ->
 #: "module:function" called with (path, value), raising TargetFileError (the area's own module)
-EXTENSION_CHECKS = {"ipsec": "v6gate.ipsec.settings:validate_extension"}
+EXTENSION_CHECKS = {"ipsec": "v6gate.ipsec.settings:validate_extension",
+                    "plpmtud": "v6gate.scenario.dplpmtud:validate_extension"}
 
 
 def _check_extensions(path: Path, extensions: dict) -> None:

@@ -438,12 +438,12 @@ class Lab:
             iface = next(iter(self.dut_node.ifaces.values()))
             over["dut"] = {"mac": iface.mac}
             over["control"] = {"adapter": "netns", "netns": self.dut_ns, "interface": iface.ifname}
-        far = next((s for svcs in self.services.values() for s in svcs if s.kind == "far-path"), None)
-        if far is not None:  # area plpmtud: the client behind the lab's narrower path
-            client = {"netns": self.ns(far.node), "address": far.address}
-            if far.open_address:
-                client["open_address"] = far.open_address
-            over["extensions"] = {"plpmtud": {"client": client}}
+        plpmtud: dict = {}  # area plpmtud: the clients behind the lab's narrower paths (the first of each kind)
+        for far in (s for svcs in self.services.values() for s in svcs if s.kind == "far-path"):
+            key, value = far.target_setting()
+            plpmtud.setdefault(key, value)
+        if plpmtud:
+            over["extensions"] = {"plpmtud": plpmtud}
         return over
 
     def describe(self) -> dict:

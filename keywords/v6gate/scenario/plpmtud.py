@@ -57,15 +57,23 @@ def transfer(netns: str | None, address: str, port: int, octets: int, timeout_s:
     """One bulk echo run from the client node (net/bulk_echo.py), from ``source`` if given; its JSON answer."""
     argv = in_ns(netns, [sys.executable, str(BULK_ECHO), address, str(port), str(octets), str(timeout_s),
                          *([source] if source else [])])
+    answer = client_answer(argv, timeout_s, "the bulk transfer client")
+    if answer.get("error") and not answer.get("dut_fault"):
+        raise BenchError(f"the bulk transfer client: {answer['error']}")
+    return answer
+
+
+def client_answer(argv: list[str], timeout_s: float, what: str) -> dict:
+    """Run a transfer client that prints one JSON object as its last line (given ``timeout_s`` + 15 s to end);
+    that object.  BenchError when it did not end or gave none."""
     try:
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s + 15)
     except subprocess.TimeoutExpired:
-        raise BenchError(f"the bulk transfer client did not end {timeout_s + 15:g} s after it started") from None
+        raise BenchError(f"{what} did not end {timeout_s + 15:g} s after it started") from None
     try:
         answer = json.loads(cp.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        raise BenchError(f"the bulk transfer client gave no answer (exit {cp.returncode}): "
-                         f"{cp.stderr.strip()[-300:]}") from None
-    if answer.get("error") and not answer.get("dut_fault"):
-        raise BenchError(f"the bulk transfer client: {answer['error']}")
+        raise BenchError(f"{what} gave no answer (exit {cp.returncode}): {cp.stderr.strip()[-300:]}") from None
+    if not isinstance(answer, dict):
+        raise BenchError(f"{what}'s answer is not an object: {cp.stdout.strip()[-200:]}")
     return answer

@@ -20,6 +20,11 @@ in a second prefix that the router forwards at the link's full MTU: the
 *open* path to the same node (the PLPMTUD gate compares the two; a client
 picks its path by its source address).
 
+``extension`` names the target setting the lab fills in with the node
+(``extensions.plpmtud.<extension>``): ``client`` (the TCP checks' node,
+``{netns, address, open_address}``) or ``datagram_client`` (RFC 8899's,
+``{netns, address, path_mtu}``).
+
 Stopping it removes the router's addresses, route and rule and the node's
 addresses.  The node's TCP client is ``net/bulk_echo.py`` (run by the checks
 and the gate in the node's namespace, named by the target's
@@ -39,7 +44,8 @@ NFT_TABLE = "v6gate_plpmtud"
 @service("far-path")
 class FarPath(Service):
     defaults = {"ipv6": "2001:db8:3::c/64", "router_ipv6": "2001:db8:3::1/64", "mtu": 1280, "drop_ptb": True,
-                "lock_mtu": True, "router": "router", "open_ipv6": None, "open_router_ipv6": None}
+                "lock_mtu": True, "router": "router", "open_ipv6": None, "open_router_ipv6": None,
+                "extension": "client"}
 
     def __init__(self, lab, node, spec):
         super().__init__(lab, node, spec)
@@ -99,3 +105,12 @@ class FarPath(Service):
     @property
     def open_address(self) -> str | None:
         return self.params["open_ipv6"].split("/")[0] if self.params.get("open_ipv6") else None
+
+    def target_setting(self) -> tuple[str, dict]:
+        """(the key under extensions.plpmtud, its value) that names this node in the lab's target."""
+        if self.params["extension"] == "datagram_client":
+            return "datagram_client", {"netns": self.ns, "address": self.address, "path_mtu": int(self.params["mtu"])}
+        client = {"netns": self.ns, "address": self.address}
+        if self.open_address:
+            client["open_address"] = self.open_address
+        return "client", client
