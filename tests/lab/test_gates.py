@@ -205,3 +205,23 @@ def test_esp_gate_passes_healthy_and_fails_under_the_ipv6_only_cost(gate_session
         assert all(t["raw"]["busy_fraction"] >= 0.97 for t in trials if not t.get("discarded")), trials
         cost = r.measurements["esp_cost_vs_plain_ipv6"]
         assert cost["cpu_per_mb_ratio_esp_to_plain"] > 1, cost
+
+
+def test_a_dead_ipv6_path_fails_the_family_gate_saying_what_the_dut_did(gate_session):
+    """Issue 34: the DUT's IPv6 TCP dead (dut_ipv6_tcp_dead, an nft drop on its input) while IPv4 works: the
+    STR gate FAILs on the pairs whose IPv6 arm moved nothing (each the worst ratio, engine.pair_log_ratio;
+    the engine used to drop them, and v6gate-loadgen's failed connect was the bench's ERROR), and the reason
+    leads with what the DUT did: IPv6 moved 0 bytes in every slice, its connect unanswered, while IPv4 moved
+    its megabytes."""
+    c = find(STR[0])
+    bad = gate_session.run(c, c.part(STR[1]), fault="dut_ipv6_tcp_dead", setup="gate-ipv6-dead")
+    assert bad.verdict == "FAIL", bad.reason
+    dec = bad.measurements["decision"]
+    k = dec["kept"]
+    assert dec["nothing"]["throughput"] == {"metric": "throughput", "pairs": k, "of": k,
+                                            "line": dec["nothing"]["throughput"]["line"]}
+    assert f"; seen IPv6 moved nothing in {k} of {k} pairs: 0 bytes in " in bad.reason, bad.reason
+    assert "slices that moved nothing; cannot connect to " in bad.reason and "no answer within 2 s" in bad.reason
+    assert ", while IPv4 moved a median " in bad.reason and "MB in the same pairs" in bad.reason
+    v4 = [t for t in dec["trials"] if t["arm"] == "v4" and t["pair"] >= 0]
+    assert v4 and all(t["raw"]["bytes_rx"] > 0 and not t["raw"].get("error") for t in v4)

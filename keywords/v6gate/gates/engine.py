@@ -33,6 +33,16 @@ from their spread: a larger budget, up to the profile's cap, when the noise
 needs it, or INCONCLUSIVE at once, with one line, when even the cap cannot
 resolve the margin on this machine.
 
+An arm that produced nothing (``nothing``): a candidate whose rate is 0 (or
+the workloads' FLOOR) or whose cost or time is infinite moved nothing, and
+that pair's log ratio is the worst there is (``WORST_LOG_RATIO``: counted,
+never dropped), so a dead IPv6 path FAILs, and the reason leads with it
+("IPv6 moved nothing (throughput 0 MB/s) in 6 of 6 pairs while IPv4 moved a
+median 812 MB/s").  A baseline that produced nothing is the bench's problem
+(the comparison has nothing to compare against): BaselineDead, an ERROR,
+never the candidate's FAIL.  A figure that is missing or NaN was not
+measured: that pair is left out of the metric's series and counted.
+
 One-sample gate (``TargetComparison``): a time (RA to usable address, NS to
 NA, ...) against a stated target, judged on a quantile's distribution-free
 interval the same way (lower is better).
@@ -46,8 +56,145 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..errors import BenchError
 from . import disturbance as D
 from . import noise, stats
+
+#: a rate at or below this, or a cost/time at or above its inverse, is "nothing" (the workloads' FLOOR is 1e-9)
+NOTHING = 1e-9
+#: the log ratio of a pair whose candidate produced nothing: beyond any measured ratio (1e-9 x, or 1e9 x for a
+#: cost), finite so that every interval method (t, bootstrap, Wilcoxon) takes it; a rank to Wilcoxon
+WORST_LOG_RATIO = math.log(1e9)
+
+
+class BaselineDead(BenchError):
+    """The baseline arm of a pair produced nothing: the bench cannot compare against it (ERROR, not a FAIL)."""
+
+
+def produced_nothing(v: float | None, higher_is_better: bool) -> bool:
+    """Whether one arm's figure says it produced nothing: a rate of 0 (or FLOOR), a cost or time of inf."""
+    if v is None or math.isnan(v):
+        return False
+    return v <= NOTHING if higher_is_better else v >= 1 / NOTHING
+
+
+def pair_log_ratio(va: float | None, vb: float | None, higher_is_better: bool) -> tuple[float | None, str]:
+    """One pair's log ratio ln(B/A) and what it is: ``measured``; ``candidate nothing`` (the worst ratio:
+    -WORST_LOG_RATIO for a rate, +WORST_LOG_RATIO for a cost or time); ``baseline nothing`` (None: the bench);
+    ``unmeasured`` (None: a figure missing, NaN, an infinite rate or a cost of 0, left out)."""
+    if va is None or vb is None or math.isnan(va) or math.isnan(vb):
+        return None, "unmeasured"
+    if produced_nothing(va, higher_is_better):
+        return None, "baseline nothing"
+    if higher_is_better and (math.isinf(va) or math.isinf(vb)):
+        return None, "unmeasured"  # an infinite rate is not a measurement
+    if not higher_is_better and (va <= 0 or vb <= 0):
+        return None, "unmeasured"  # a cost of 0: nothing measured of it
+    if produced_nothing(vb, higher_is_better):
+        return (-WORST_LOG_RATIO if higher_is_better else WORST_LOG_RATIO), "candidate nothing"
+    return max(-WORST_LOG_RATIO, min(WORST_LOG_RATIO, math.log(vb / va))), "measured"
+
+
+_LABEL = {"v4": "IPv4", "v6": "IPv6"}
+
+
+def arm_words(arm: str) -> str:
+    return _LABEL.get(arm, f"the {arm!r} arm")
+
+
+def _did(metric: Metric) -> str:
+    if metric.higher_is_better:
+        return {"throughput": "moved nothing", "transactions": "completed no transaction"}.get(
+            metric.name, f"gave {metric.name} 0")
+    return f"never completed ({metric.name} unbounded)"
+
+
+def _amount(metric: Metric, trials: list[Trial]) -> str:
+    """What the baseline moved in those trials: the rate's total where its unit is per second (MB/s: MB)."""
+    vals = [t.values[metric.name] for t in trials]
+    med = stats.median(vals)
+    what = "moved" if metric.name == "throughput" else "gave"
+    line = f"{what} a median {med:.4g} {metric.unit}"
+    if metric.unit.endswith("/s"):
+        total = sum(t.values[metric.name] * t.traffic_s for t in trials)
+        line += f" ({total:,.4g} {metric.unit[:-2]} in the same pairs)"
+    return line
+
+
+def _candidate_detail(trials: list[Trial]) -> str:
+    """What the candidate's trials say they did (the workload's raw figures): bytes, empty slices, the error."""
+    raw = [t.raw or {} for t in trials]
+    bits = []
+    moved = [r.get("bytes_rx", 0) + r.get("bytes_tx", 0) if "bytes_rx" in r else r.get("bytes") for r in raw]
+    if all(isinstance(b, int | float) for b in moved):
+        bits.append(f"{int(sum(moved)):,} bytes")  # type: ignore[arg-type]
+    slices = [r.get("slices") for r in raw]
+    idle = [r.get("idle_slices") for r in raw]
+    if all(isinstance(x, int) for x in slices + idle):
+        bits[-1:] = [f"{bits[-1] if bits else 'nothing'} in {sum(idle)} of {sum(slices)} slices that moved nothing"]
+    errors = sorted({str(r["error"]) for r in raw if r.get("error")})
+    if errors:
+        bits.append("; ".join(errors[:2]))
+    return f": {'; '.join(bits)}" if bits else ""
+
+
+def nothing_report(metric: Metric, arms: tuple[str, ...], kept: list[tuple[Trial, Trial]],
+                   bounds: dict | None = None) -> dict | None:
+    """The pairs of ``kept`` whose candidate produced nothing for ``metric``, with the line that leads the
+    gate's reason ("IPv6 moved nothing (throughput) in 6 of 6 pairs: 0 bytes ... while IPv4 moved a median
+    812 MB/s ..."), or None when every candidate produced something."""
+    dead = [(a, b) for a, b in kept
+            if pair_log_ratio(a.values.get(metric.name), b.values.get(metric.name), metric.higher_is_better)[1]
+            == "candidate nothing"]
+    if not dead:
+        return None
+    line = (f"{arm_words(arms[1])} {_did(metric)} in {len(dead)} of {len(kept)} pairs"
+            f"{_candidate_detail([b for _, b in dead])}, while {arm_words(arms[0])} "
+            f"{_amount(metric, [a for a, _ in dead])}")
+    out = {"metric": metric.name, "pairs": len(dead), "of": len(kept), "line": line}
+    if bounds is not None:
+        out["bounds"] = {k: round(v, 6) if isinstance(v, float) else v for k, v in bounds.items()}
+        out["line"] += (f" (over all its time {arm_words(arms[1])}'s {metric.name} is {bounds['rate_low']:.3f} to "
+                        f"{bounds['rate_high']:.3f} x {arm_words(arms[0])}'s: dead in {bounds['share_low'] * 100:.0f} to "
+                        f"{bounds['share_high'] * 100:.0f} % of its pairs, {bounds['live_low']:.3f} to "
+                        f"{bounds['live_high']:.3f} x in the others)")
+    return out
+
+
+def dead_share_bounds(d: list[float], metric: Metric, method: str, confidence: float) -> dict | None:
+    """For a rate whose candidate moved nothing in some pairs (log ratio -WORST_LOG_RATIO) and something in the
+    others: bounds on the candidate's rate over all its time against the baseline's.  A rank interval (Wilcoxon)
+    takes a minority of dead pairs as outliers and centres on the live ones (a candidate dead in 10 of 40
+    pairs read 0.974 [0.000, 1.003]); but over its time the candidate moved (1 - dead share) x its live ratio.
+    So: the dead share's Clopper-Pearson interval [p_low, p_high] and the live pairs' interval [L, U], each at
+    ``confidence``; the rate is at most (1 - p_low) x U and at least (1 - p_high) x L.  The gate FAILs when the
+    first is below the threshold, and may PASS only when the second is at or above it as well.  None when no
+    pair, or every pair, is dead (every pair dead: the ordinary interval is the worst ratio and FAILs)."""
+    if not metric.higher_is_better:
+        return None  # a cost or a time that never ended is unbounded: the worst ratio decides as it is
+    k = sum(1 for x in d if x <= -WORST_LOG_RATIO)
+    live = [x for x in d if x > -WORST_LOG_RATIO]
+    if not k or not live:
+        return None
+    iv = stats.ratio_interval(live, method, confidence)
+    p_low, p_high = stats.binomial_bounds(k, len(d), confidence)
+    return {"dead": k, "of": len(d), "share_low": p_low, "share_high": p_high, "live_low": iv.low,
+            "live_high": iv.high, "rate_low": (1 - p_high) * iv.low, "rate_high": (1 - p_low) * iv.high}
+
+
+def dead_baseline(metrics: list[Metric], arms: tuple[str, ...], trials: list[Trial]) -> str | None:
+    """Why the bench cannot compare against this pair's (or A/A pair's) baseline trials, or None: a judged metric
+    whose baseline figure says it produced nothing."""
+    for m in metrics:
+        if not m.judged:
+            continue
+        for t in trials:
+            if t.arm == arms[0] and produced_nothing(t.values.get(m.name), m.higher_is_better):
+                err = (t.raw or {}).get("error")
+                return (f"the baseline arm ({arm_words(arms[0])}) produced nothing in pair {t.pair} ({m.name} "
+                        f"{t.values.get(m.name):.4g} {m.unit}{'; ' + str(err) if err else ''}): the bench cannot "
+                        "compare against it")
+    return None
 
 
 @dataclass(frozen=True)
@@ -190,6 +337,9 @@ class GateDecision:
     looks: int = 1
     order: dict | None = None  # paired: how many kept pairs ran in each order
     probe: dict | None = None  # paired: the noise probe's A/A pairs and the plan made from them (noise.Plan)
+    #: per metric: paired, the pairs whose candidate produced nothing (nothing_report); target, the trials that gave
+    #: no figure; each with the line that leads the reason
+    nothing: dict | None = None
 
     @property
     def decided_by(self) -> list[str]:
@@ -207,7 +357,7 @@ class GateDecision:
             "looks_planned": self.looks, "order": self.order, "kept": self.kept_pairs, "discarded": self.discarded,
             "traffic_s": round(self.traffic_s, 2), "wall_s": round(self.wall_s, 2),
             "metrics": {k: m.as_dict(self.arms) for k, m in self.metrics.items()},
-            "trials": [t.as_dict() for t in self.trials], "probe": self.probe,
+            "trials": [t.as_dict() for t in self.trials], "probe": self.probe, "nothing": self.nothing,
         }
 
     def _looks_words(self) -> str:
@@ -224,18 +374,19 @@ class GateDecision:
                 continue
             m = st.metric
             if m.target is None:
-                parts.append(f"{self.arms[1]}/{self.arms[0]} {name} ratio {iv.estimate:.3f} "
-                             f"[{_fmt(iv.low)}, {_fmt(iv.high)}] (delta {_pct(iv.estimate):+.1f}% "
+                parts.append(f"{self.arms[1]}/{self.arms[0]} {name} ratio {_fmt(iv.estimate)} "
+                             f"[{_fmt(iv.low)}, {_fmt(iv.high)}] (delta {_pct_s(iv.estimate)} "
                              f"[{_pct_s(iv.low)}, {_pct_s(iv.high)}]) vs {'>=' if m.higher_is_better else '<='} "
                              f"{m.threshold:.3f}: {(st.status or 'undecided') if m.judged else 'reported'}")
             else:
                 q = "median" if m.quantile == 0.5 else f"p{round(m.quantile * 100)}"
-                parts.append(f"{name} {q} {iv.estimate:.4g} {m.unit} [{_fmt(iv.low)}, "
+                parts.append(f"{name} {q} {_fmt(iv.estimate, '.4g')} {m.unit} [{_fmt(iv.low)}, "
                              f"{_fmt(iv.high)}] vs target {'>=' if m.higher_is_better else '<='} {m.target:g} "
                              f"{m.unit}: {st.status or 'undecided'}")
         unit = "pairs" if len(self.arms) == 2 else "trials"
         probe = f"; noise probe: {self.probe['line']}" if self.probe else ""
-        return (f"{'; '.join(parts)}; {self.kept_pairs} {unit} kept, {self.discarded} discarded as disturbed, "
+        lead = "".join(f"{d['line']}; " for d in (self.nothing or {}).values())
+        return (f"{lead}{'; '.join(parts)}; {self.kept_pairs} {unit} kept, {self.discarded} discarded as disturbed, "
                 f"{self.traffic_s:.1f} s of traffic ({self.confidence * 100:g}% {self.method} interval"
                 f"{self._looks_words()}; "
                 f"stopped: {self.stop}){probe}")
@@ -257,11 +408,13 @@ def _pct(x: float) -> float | None:
 
 def _pct_s(x: float) -> str:
     p = _pct(x)
-    return "unbounded" if p is None else f"{p:+.1f}%"
+    return "unbounded" if p is None or x >= 1 / NOTHING else f"{p:+.1f}%"
 
 
-def _fmt(x: float) -> str:
-    return "unbounded" if math.isinf(x) or math.isnan(x) else f"{x:.3f}"
+def _fmt(x: float, spec: str = ".3f") -> str:
+    """A figure or a ratio for the reason; a ratio at the worst there is (a cost of a candidate that completed
+    nothing, 1e9 x) is unbounded."""
+    return "unbounded" if math.isinf(x) or math.isnan(x) or x >= 1 / NOTHING else format(x, spec)
 
 
 Monitor = Callable[[], D.CpuSnapshot]
@@ -319,11 +472,14 @@ class PairedComparison:
         return t
 
     def log_ratios(self, kept: list[tuple[Trial, Trial]], metric: str) -> list[float]:
+        """The pairs' log ratios for ``metric``: a candidate that produced nothing counts as the worst ratio;
+        a figure not measured leaves its pair out (pair_log_ratio)."""
+        hib = next((m.higher_is_better for m in self.metrics if m.name == metric), True)
         out = []
         for a, b in kept:
-            va, vb = a.values.get(metric), b.values.get(metric)
-            if va and vb and 0 < va < math.inf and 0 < vb < math.inf:  # an arm that moved nothing has no ratio
-                out.append(math.log(vb / va))
+            d, _ = pair_log_ratio(a.values.get(metric), b.values.get(metric), hib)
+            if d is not None:
+                out.append(d)
         return out
 
     @property
@@ -338,6 +494,9 @@ class PairedComparison:
             status = None
             if m.judged and iv is not None and len(d) >= self.budget.min_pairs:
                 status = stats.decide(iv.low, iv.high, m.threshold, m.higher_is_better)
+                if (b := dead_share_bounds(d, m, self.method, self.look_confidence)) is not None:
+                    status = "FAIL" if status == "FAIL" or b["rate_high"] < m.threshold else (
+                        "PASS" if status == "PASS" and b["rate_low"] >= m.threshold else None)
             states[m.name] = MetricState(m, iv, status)
         return states
 
@@ -355,6 +514,8 @@ class PairedComparison:
         while kept < spec.pairs and attempts < 2 * spec.pairs:
             done = self._pair([base, base], -1 - attempts)
             attempts += 1
+            if dead := dead_baseline(self.metrics, self.arms, done):
+                raise BaselineDead(f"noise probe: {dead}")
             why = self.policy.verdict(done)
             for t in done:
                 t.discarded = why
@@ -365,9 +526,9 @@ class PairedComparison:
                 continue
             kept += 1
             for m in judged:
-                va, vb = done[0].values.get(m.name), done[1].values.get(m.name)
-                if va and vb and va > 0 and vb > 0:
-                    logs[m.name].append(math.log(vb / va))
+                d, _ = pair_log_ratio(done[0].values.get(m.name), done[1].values.get(m.name), m.higher_is_better)
+                if d is not None:
+                    logs[m.name].append(d)
             if noise.EARLY_PAIRS <= kept < spec.pairs and all(len(v) >= noise.EARLY_PAIRS for v in logs.values()):
                 spp = (self.clock() - t0) / attempts
                 look = [(noise.Reading(m.name, list(logs[m.name]), spp, discarded, noise.EARLY_GIVE_UP), m)
@@ -393,11 +554,13 @@ class PairedComparison:
             for t in done:
                 if self.on_trial:
                     self.on_trial(t)
+            if dead := dead_baseline(self.metrics, self.arms, done):
+                raise BaselineDead(dead)
             looks = {}
             for m in judged:
-                va, vb = done[0].values.get(m.name), done[1].values.get(m.name)
-                if va and vb and va > 0 and vb > 0:
-                    looks[m.name] = math.log(vb / va)
+                d, _ = pair_log_ratio(done[0].values.get(m.name), done[1].values.get(m.name), m.higher_is_better)
+                if d is not None:  # a candidate that produced nothing: the worst ratio, a gross difference
+                    looks[m.name] = d
             plan = noise.gross(plan, looks, judged, spec, self.budget, confidence=self.confidence)
             plan.probe_seconds = self.clock() - t0
         return plan
@@ -439,6 +602,11 @@ class PairedComparison:
             for t in done:
                 traffic += t.traffic_s
                 trials.append(t)
+            if dead := dead_baseline(self.metrics, self.arms, done):
+                for t in done:
+                    if self.on_trial:
+                        self.on_trial(t)
+                raise BaselineDead(dead)
             why = self.policy.verdict(done)
             if why:
                 for t in done:
@@ -467,12 +635,26 @@ class PairedComparison:
         st = [s.status for s in states.values() if s.metric.judged]
         verdict = "FAIL" if "FAIL" in st else "PASS" if st and all(s == "PASS" for s in st) else "INCONCLUSIVE"
         ab = sum(1 for a, b in kept if a.position == 0)
+        nothing = {m.name: r for m in self.metrics if m.judged and (r := nothing_report(
+            m, self.arms, kept, dead_share_bounds(self.log_ratios(kept, m.name), m, self.method,
+                                                  self.look_confidence)))}
         dec = GateDecision(verdict, "", states, trials, self.arms, len(kept), discarded, traffic,
                            self.clock() - t0, stop, self.method, self.confidence, self.look_confidence,
                            self.budget.looks(), {f"{self.arms[0]} first": ab, f"{self.arms[1]} first": len(kept) - ab},
-                           plan.as_dict() if plan else None)
+                           plan.as_dict() if plan else None, nothing or None)
         dec.why = dec.summary()
         return dec
+
+
+def target_sample(kept: list[Trial], metric: str) -> list[float]:
+    """A target gate's figures for ``metric``: a time that never came (inf, as a workload that waited forever
+    would say) is kept, the slowest sample there is; a figure missing or NaN was not measured and is left out
+    (``unmeasured`` counts them)."""
+    return [v for t in kept if (v := t.values.get(metric)) is not None and not math.isnan(v)]
+
+
+def unmeasured(kept: list[Trial], metric: str) -> int:
+    return sum(1 for t in kept if (v := t.values.get(metric)) is None or math.isnan(v))
 
 
 class TargetComparison:
@@ -498,7 +680,7 @@ class TargetComparison:
     def evaluate(self, kept: list[Trial]) -> dict[str, MetricState]:
         states = {}
         for m in self.metrics:
-            xs = [t.values[m.name] for t in kept if m.name in t.values and t.values[m.name] is not None]
+            xs = target_sample(kept, m.name)
             iv = stats.quantile_interval(xs, m.quantile, self.confidence) if xs else None
             status = None
             if iv is not None and len(xs) >= self.budget.min_pairs:
@@ -551,7 +733,10 @@ class TargetComparison:
         states = self.evaluate(kept)
         st = [s.status for s in states.values()]
         verdict = "FAIL" if "FAIL" in st else "PASS" if st and all(s == "PASS" for s in st) else "INCONCLUSIVE"
+        missing = {m.name: {"metric": m.name, "trials": k, "of": len(kept),
+                            "line": f"{k} of {len(kept)} trials gave no {m.name} figure (left out)"}
+                   for m in self.metrics if (k := unmeasured(kept, m.name))}
         dec = GateDecision(verdict, "", states, trials, (self.arm,), len(kept), discarded, traffic,
-                           self.clock() - t0, stop, "order statistics", self.confidence)
+                           self.clock() - t0, stop, "order statistics", self.confidence, nothing=missing or None)
         dec.why = dec.summary()
         return dec

@@ -329,3 +329,27 @@ def per_look_confidence(confidence: float, looks: int) -> float:
     k = max(x for x in POCOCK_05 if x <= looks)
     z = normal_ppf(1 - (1 - confidence) / 2) * POCOCK_05[k] / 1.960
     return 2 * normal_cdf(z) - 1
+
+
+# -- a share of pairs: Clopper-Pearson ------------------------------------------------------------------------------
+def binomial_bounds(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Clopper-Pearson's exact two-sided interval for a share ``k`` of ``n`` (bisection on the binomial tails):
+    the low end p with P(X >= k | p) = alpha/2 (0 when k = 0), the high end p with P(X <= k | p) = alpha/2
+    (1 when k = n)."""
+    if n <= 0:
+        return 0.0, 1.0
+    a = (1 - confidence) / 2
+
+    def solve(f, want: float) -> float:  # f increasing in p on [0, 1]
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if f(mid) < want:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    low = 0.0 if k <= 0 else solve(lambda p: 1 - _binom_cdf(k - 1, n, p), a)
+    high = 1.0 if k >= n else solve(lambda p: 1 - _binom_cdf(k, n, p), 1 - a)
+    return low, high

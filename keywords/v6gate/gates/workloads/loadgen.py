@@ -82,7 +82,10 @@ def _pin(bench: Bench, prof: GateProfile, argv: list[str]) -> list[str]:
 def loadgen_alternate(bench: Bench, prof: GateProfile, order: tuple[str, str], *, compare: str,
                       family: str = "v6", header: str = "dstopts") -> tuple[Measure, Measure]:
     """One trial of both arms on two connections kept open, alternated every ``slice_s`` in ABBA order
-    (v6gate-loadgen alternate): the arms share the same seconds of the machine.  ``compare`` family: the
+    (v6gate-loadgen alternate): the arms share the same seconds of the machine.  An arm that could not connect,
+    or whose connection broke, idles through its slices and is reported with its ``error`` (raw): the baseline's
+    is the bench's problem (BenchError), the candidate's a figure of nothing (FLOOR) the engine judges as the
+    worst ratio (engine.pair_log_ratio).  ``compare`` family: the
     arms are v4/v6 to the same port; dstopts: without/with (the DUT's plain port and its Destination
     Options port, IPv6).  Throughput counts the bytes of both directions (STR: the responses; an upload
     stream, rr with a large ``req``: the requests).  CPU per unit is the client thread's CPU while on that arm (the server's CPU
@@ -120,10 +123,13 @@ def loadgen_alternate(bench: Bench, prof: GateProfile, order: tuple[str, str], *
                "slices": r["slices"], "chunk": r["chunk"], "transactions": n, "bytes_rx": a["bytes_rx"],
                "bytes_tx": a["bytes_tx"], "seconds": round(secs, 6),
                "client_cpu_s": round(a["cpu_s"], 4), "server_cpu_s_trial": server_cpu, "pinned": prof.pin,
+               "idle_slices": a.get("idle_slices"), **({"error": a["error"]} if a.get("error") else {}),
                **({"lost": a.get("lost", 0)} if r["mode"] == "urr" else {})}
-        if not n and arm == prof.arms[0]:
-            raise BenchError(f"the baseline arm ({arm}, {a['host']} port {a['port']}) moved nothing in "
-                             f"{secs:.2f} s: the bench cannot compare against it")
+        if (not n or a.get("error")) and arm == prof.arms[0]:
+            why = f": {a['error']}" if a.get("error") else ""
+            raise BenchError(f"the baseline arm ({arm}, {a['host']} port {a['port']}) moved "
+                             f"{'nothing' if not n else 'only until its connection ended'} in {secs:.2f} s{why}: "
+                             "the bench cannot compare against it")
         out.append(Measure(values, secs, a["cpu_s"] + (server_cpu or 0.0) / 2, raw))
     return out[0], out[1]
 
