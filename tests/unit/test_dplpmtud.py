@@ -18,6 +18,7 @@ from v6gate.scenario.dplpmtud import (
     parse,
     search,
     settings,
+    stopped_below,
 )
 
 QUIC = {"port": 4433, "alpn": "hq-interop", "path": "/4194304"}
@@ -90,6 +91,18 @@ def test_no_probe_fails_for_that_reason():
     assert len(problems) == 1 and problems[0].startswith("no probe above the path MTU (1400 octets)")
     assert "its largest datagram was 1328 octets" in problems[0]
     assert "none above the path MTU 1400, the largest 1328 octets" in seen
+
+
+def test_a_search_that_stops_at_its_own_maximum_below_the_path_mtu_is_not_judged():
+    """A DUT whose MAX_PLPMTU is below the path MTU searched (its datagrams grew) but met no black hole: the path
+    cannot judge it (no false FAIL "no probe"); one that never grew is still the FAIL above."""
+    s = search(_flow((3, 1328), (100, 1328), (1, 1350), (200, 1350)), 1400)
+    why = stopped_below(s, 1400)
+    assert why is not None and "grew from 1328 to 1350 octets" in why and "path_mtu below 1350" in why
+    assert stopped_below(search(_flow((500, 1328)), 1400), 1400) is None
+    probing = search(_flow((200, 1328), (1, 1414), (100, 1371), (50, 1397)), 1400)
+    assert stopped_below(probing, 1400) is None and judge(probing, 1400)[1] == []
+    assert stopped_below(search([], 1400), 1400) is None
 
 
 def test_datagrams_above_the_path_mtu_to_the_end_do_not_settle():

@@ -155,6 +155,9 @@ def datagrams_settle_by_probing_when_ptb_is_dropped(t: CheckContext):
         raise BenchError(f"no QUIC handshake with the DUT's endpoint [{dut}]:{endpoint.port} (ALPN {endpoint.alpn}, "
                          f"extensions.plpmtud.quic): {error}; the DUT sent {found.datagrams} datagram(s) to the "
                          "client, none above the path MTU (is the endpoint running, with this port and ALPN?)")
+    unjudged = dplpmtud.stopped_below(found, client.path_mtu)
+    if unjudged is not None and answer.get("complete"):
+        return t.inconclusive(unjudged)
     seen, problems = dplpmtud.judge(found, client.path_mtu)
     if answer.get("complete"):
         seen += f"; {endpoint.octets} octets arrived in {answer.get('seconds', 0):.2f} s"

@@ -32,6 +32,7 @@ from ..util.proc import in_ns
 from .plpmtud import client_answer
 
 BASE_PLPMTU = 1280  # RFC 8899 §5.1.2 for IPv6 (the IPv6 minimum link MTU), as an IPv6 packet size
+START_FLIGHT = 3  # the DUT's first datagrams (its handshake flight), which show the size it starts at
 SETTLED_MIN = 10  # datagrams after the last one above the path MTU that show the size the DUT settled at
 DEFAULT_TIMEOUT_S = 30.0
 _ALPN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,63}")
@@ -157,6 +158,7 @@ class Search:
     after: int  # datagrams after the last one above the path MTU
     settled: int | None  # the largest of those: the PLPMTU it settled at
     duration: float
+    start: int = 0  # the largest of its first START_FLIGHT datagrams: the size it started at (handshake)
 
 
 def search(sizes: list[tuple[float, int]], path_mtu: int) -> Search:
@@ -168,7 +170,20 @@ def search(sizes: list[tuple[float, int]], path_mtu: int) -> Search:
     above = [(t, n) for t, n in rel if n > path_mtu]
     last = max((i for i, (_, n) in enumerate(rel) if n > path_mtu), default=-1)
     rest = [n for _, n in rel[last + 1:]]
-    return Search(len(rel), max(n for _, n in rel), above, len(rest), max(rest) if rest else None, rel[-1][0])
+    return Search(len(rel), max(n for _, n in rel), above, len(rest), max(rest) if rest else None, rel[-1][0],
+                  max(n for _, n in rel[:START_FLIGHT]))
+
+
+def stopped_below(s: Search, path_mtu: int) -> str | None:
+    """Why the path could not judge the search, when the DUT did search but its own largest size
+    (MAX_PLPMTU, RFC 8899 §5.1.2) is below the path MTU: its datagrams grew past the size it started at and
+    none went above the path MTU, so no probe met the black hole.  Such a DUT is not at fault (a search may
+    stop at MAX_PLPMTU, §5.2), and nothing showed that it does without Packet Too Big."""
+    if s.above or not s.datagrams or s.largest <= s.start:
+        return None
+    return (f"the DUT's datagrams grew from {s.start} to {s.largest} octets and stopped there, below the path MTU "
+            f"{path_mtu}: its search ended at its own MAX_PLPMTU (RFC 8899 §5.1.2), so no probe met the path that "
+            f"drops Packet Too Big; set extensions.plpmtud.datagram_client.path_mtu below {s.largest} to judge it")
 
 
 def judge(s: Search, path_mtu: int) -> tuple[str, list[str]]:
