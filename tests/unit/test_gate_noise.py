@@ -117,3 +117,23 @@ def test_no_probe_is_the_engine_as_before():
     dec, order, _ = probed(1.0, 0.02, spec=noise.ProbeSpec(pairs=0))
     assert dec.probe is None
     assert set(order[:2]) == {"v4", "v6"}
+
+
+def test_a_gross_difference_gets_the_cap_when_the_noise_bound_wants_more():
+    """The storage offload gates beside other labs: 3 A/A pairs at +-52 % per pair, one look at the handicap
+    0.126 x (4.9 sds beyond the threshold) wanted 14 pairs of a 12-pair cap at the high end of the noise's
+    bound and gave up (INCONCLUSIVE, the lab test's FAIL side lost).  A gross look now spends the cap; the
+    verdict still rests on the gate's own interval."""
+    m = Metric("throughput", "MB/s", True, 0.03)
+    spec = noise.ProbeSpec(pairs=5, cap_pairs=12, cap_seconds=90)
+    budget = Budget(6, 12, 90, 6)
+    rd = noise.Reading("throughput", [0.50, -0.33, 0.02], 3.6, give_up_confidence=noise.EARLY_GIVE_UP)
+    hopeless = noise.plan([(rd, m)], spec, budget, confidence=0.95, what="iSCSI")
+    assert hopeless.hopeless
+    assert noise.pairs_needed(rd.sd_high, (math.log(0.97) - math.log(0.126)) / 2, confidence=0.95, min_pairs=6,
+                              look_every=2) > spec.cap_pairs
+    went = noise.gross(hopeless, {"throughput": math.log(0.126)}, [m], spec, budget, confidence=0.95)
+    assert not went.hopeless and went.budget.max_pairs == 12, went.line
+    assert "a gross difference, judged in up to 12 pairs (the cap; ≈ " in went.line
+    # not gross (within GROSS_SDS of the threshold): still hopeless
+    assert noise.gross(hopeless, {"throughput": math.log(0.80)}, [m], spec, budget, confidence=0.95).hopeless
