@@ -534,8 +534,7 @@ def workers_for(target, requested: int) -> tuple[int, str | None]:
     fewer than asked: one DUT is probed by one worker at a time (parallel
     workers would land their RAs, prefixes and neighbour games in each
     other's windows); the embedded lab gives each worker its own DUT."""
-    external = target is not None and (not target.is_lab or (target.lab or {}).get("external_dut"))
-    if not external or requested <= 1:
+    if target is None or not target.external or requested <= 1:
         return requested, None
     return 1, f"one external DUT is probed by one worker at a time: 1 worker, not {requested}"
 

@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from .core import order
 from .core.check import all_items, load_all
 from .core.session import RunRecorder, Session, install_signal_handlers
+from .core.target import load_target
 from .errors import UsageError
 from .paths import ROOT, new_run_dir, new_run_id
 
@@ -164,6 +166,8 @@ def pytest_collection_modifyitems(session, config, items):
         v6check = spec.params.get("v6check") if spec else None
         return isinstance(v6check, tuple) and bool(v6check[1].params.get("lasting"))
 
+    if _external(config):
+        items[:] = order.for_external_dut(items, _area)  # timed states run out while other areas' parts run
     items[:] = sorted(items, key=lasting)  # stable: everything else keeps its order
     resume = getattr(getattr(config, "option", None), "v6gate_resume", None)
     if resume:  # a list fixed before the run (every xdist worker collects the same)
@@ -172,6 +176,23 @@ def pytest_collection_modifyitems(session, config, items):
         if len(left) < len(items):
             config.hook.pytest_deselected(items=[i for i in items if _item_key(i) in done])
             items[:] = left
+
+
+def _area(item) -> str | None:
+    spec = getattr(item, "callspec", None)
+    v6check = spec.params.get("v6check") if spec else None
+    return v6check[0].area if isinstance(v6check, tuple) and v6check[0] is not None else None
+
+
+def _external(config) -> bool:
+    """The run's target is a DUT the run does not rebuild before each check."""
+    target = getattr(getattr(config, "option", None), "v6gate_target", None)
+    if not target or target == "lab":
+        return False
+    try:
+        return load_target(target).external
+    except UsageError:  # a bad target file is said once, where the session opens it
+        return False
 
 
 def _item_key(item) -> str | None:

@@ -38,7 +38,7 @@ def _ctx(slots: int, *, room_wait_s: float = 900):
                                    claims=lambda cap: False)
     port = _Port()
     # the DUT's table: slots + 2 (its link-local address and one in the link prefix: what it held when found)
-    session = types.SimpleNamespace(ledger=ledger, settle=None, target=target, port=port, control=NoControl(),
+    session = types.SimpleNamespace(ledger=ledger, settle={}, target=target, port=port, control=NoControl(),
                                     dut=types.SimpleNamespace(link_local="fe80::1"))
     session.table = AddressTable(session)
     ctx = CheckContext.__new__(CheckContext)
@@ -95,27 +95,57 @@ def test_parts_that_leave_lasting_addresses_run_last_and_the_rest_keep_their_ord
 def test_a_timed_state_is_kept_for_the_next_check_the_longest_wins():
     ctx, _ = _ctx(slots=2)
     ctx.dut_keeps_state(3.0, "MLDv1 compatibility")
-    first = ctx.session.settle
+    first = ctx.session.settle[frozenset()]
     ctx.dut_keeps_state(1.0, "shorter")
-    assert ctx.session.settle == first and first[1] == "MLDv1 compatibility"
+    assert ctx.session.settle == {frozenset(): first} and first[1] == "MLDv1 compatibility"
+
+
+def _settle_ctx(area, waited):
+    return types.SimpleNamespace(check=types.SimpleNamespace(area=area), note=lambda m: waited.append(m),
+                                 measure=lambda k, v: waited.append((k, v)), wait=lambda s: waited.append(s))
 
 
 def test_the_next_check_waits_out_the_state_and_notes_why(monkeypatch):
     from v6gate.core import session as S
 
     waited = []
-    ctx = types.SimpleNamespace(note=lambda m: waited.append(m), measure=lambda k, v: waited.append((k, v)),
-                                wait=lambda s: waited.append(s))
+    ctx = _settle_ctx("nd", waited)
     sess = S.Session.__new__(S.Session)
     monkeypatch.setattr(S.time, "monotonic", lambda: 100.0)
-    sess.settle = (102.5, "the DUT stays in MLDv1 compatibility mode")
+    sess.settle = {frozenset(): (102.5, "the DUT stays in MLDv1 compatibility mode")}
     sess._wait_for_settle(ctx)
     assert waited[0].startswith("waiting 2.5 s before the first probe: the DUT stays in MLDv1")
-    assert waited[1:] == [("settle_wait_s", 2.5), 2.5] and sess.settle is None
-    sess.settle = (99.0, "already over")
+    assert waited[1:] == [("settle_wait_s", 2.5), 2.5] and sess.settle == {}
+    sess.settle = {frozenset(): (99.0, "already over")}
     waited.clear()
     sess._wait_for_settle(ctx)
-    assert waited == [] and sess.settle is None
+    assert waited == [] and sess.settle == {}
+
+
+def test_a_state_that_matters_to_one_area_is_waited_out_only_by_its_checks(monkeypatch):
+    from v6gate.core import session as S
+
+    clock = {"now": 100.0}
+    monkeypatch.setattr(S.time, "monotonic", lambda: clock["now"])
+    waited = []
+    sess = S.Session.__new__(S.Session)
+    sess.settle = {frozenset({"mld"}): (113.0, "MLDv1 compatibility")}
+    sess._wait_for_settle(_settle_ctx("nd", waited))
+    assert waited == [] and frozenset({"mld"}) in sess.settle  # an nd check runs at once; MLD's state is kept
+    clock["now"] = 105.0
+    sess._wait_for_settle(_settle_ctx("mld", waited))
+    assert waited[1:] == [("settle_wait_s", 8.0), 8.0] and sess.settle == {}
+    sess.settle = {frozenset({"mld"}): (106.0, "MLDv1 compatibility")}
+    clock["now"] = 107.0
+    sess._wait_for_settle(_settle_ctx("nd", waited))
+    assert sess.settle == {}  # over while other checks ran: forgotten
+
+
+def test_an_mld_check_leaves_its_compatibility_mode_to_mld_checks_only():
+    ctx, _ = _ctx(slots=2)
+    ctx.dut_keeps_state(13.25, "MLDv1 compatibility", matters_to=("mld",))
+    ctx.dut_keeps_state(2.0, "something every check must wait out")
+    assert set(ctx.session.settle) == {frozenset({"mld"}), frozenset()}
 
 
 class _RecordingPort(_Port):
@@ -256,3 +286,4 @@ def test_an_ra_that_sets_only_the_values_restore_would_set_needs_no_restore():
                                 / ICMPv6ND_RA(routerlifetime=0, chlim=64, reachabletime=30_000, retranstimer=0))
     ctx.restore_link_parameters()
     assert ctx.port.sent == []
+

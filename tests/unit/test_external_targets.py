@@ -79,3 +79,36 @@ def test_external_lab_dut_resets_through_the_adapter_or_skips():
     s.control = Cannot()
     with pytest.raises(NotSupported, match="cannot be reset"):
         s._prepare_lab(c, None)
+
+
+def _items(areas):
+    def item(n, area):
+        check = SimpleNamespace(area=area, id=f"{area}.c{n}")
+        return SimpleNamespace(name=f"{area}{n}", callspec=SimpleNamespace(params={"v6check": (check, SimpleNamespace(
+            letter=None, params={}))}))
+    return [item(n, a) for n, a in enumerate(areas)]
+
+
+def test_on_an_external_dut_mld_parts_are_spread_among_the_others_each_group_in_order():
+    from v6gate.core.order import spread
+
+    items = _items(["mld"] * 3 + ["nd"] * 6)
+    out = [i.name for i in spread(items, lambda i: i.callspec.params["v6check"][0].area, "mld")]
+    assert out == ["nd3", "nd4", "mld0", "nd5", "nd6", "mld1", "nd7", "nd8", "mld2"]
+    only = items[:3]
+    assert [i.name for i in spread(only, lambda i: i.callspec.params["v6check"][0].area, "mld")] == \
+        ["mld0", "mld1", "mld2"]  # nothing to spread them among: they wait, as before
+
+
+def test_the_run_spreads_mld_parts_only_against_an_external_dut(tmp_path):
+    from v6gate.pytest_plugin import pytest_collection_modifyitems
+
+    areas = ["ipv6", "mld", "mld", "nd", "nd", "nd", "nd"]
+    for target, spread_out in ((str(FIXTURES / "targets" / "lab.yaml"), False), ("lab", False),
+                               (str(_target(tmp_path).source), True),
+                               (str(FIXTURES / "targets" / "example-tap.yaml"), True)):
+        items = _items(areas)
+        config = SimpleNamespace(option=SimpleNamespace(v6gate_target=target, v6gate_resume=None))
+        pytest_collection_modifyitems(None, config, items)
+        got = [i.callspec.params["v6check"][0].area for i in items]
+        assert got == (["ipv6", "nd", "mld", "nd", "nd", "nd", "mld"] if spread_out else areas), (target, got)

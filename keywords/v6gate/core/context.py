@@ -128,16 +128,20 @@ class CheckContext:
         a responder an area's helper added to the port)."""
         self._deferred.append(fn)
 
-    def dut_keeps_state(self, seconds: float, why: str) -> None:
+    def dut_keeps_state(self, seconds: float, why: str, *, matters_to: tuple[str, ...] = ()) -> None:
         """This check leaves the DUT in a state that its own timer ends
         ``seconds`` from now (e.g. MLDv1 compatibility mode): the next check,
         unless the DUT is reset first, waits it out (a DUT the run cannot reset
-        would otherwise carry it into another check's verdict)."""
+        would otherwise carry it into another check's verdict).  With
+        ``matters_to`` (areas) only the next check of those areas waits: a
+        check of another area, whose verdict the state cannot touch, runs at
+        once while the timer runs."""
         if self.session is None:
             return
-        until = time.monotonic() + seconds
-        if self.session.settle is None or self.session.settle[0] < until:
-            self.session.settle = (until, why)
+        areas, until = frozenset(matters_to), time.monotonic() + seconds
+        kept = self.session.settle.get(areas)
+        if kept is None or kept[0] < until:
+            self.session.settle[areas] = (until, why)
 
     def withdraw(self) -> None:
         """Leave the DUT as found: every emulated router that advertised

@@ -117,9 +117,10 @@ class Session:
         self.dut_state_after: dict | None = None  # what the run left on a DUT it does not reset (close())
         self.ledger = AddressLedger()  # the addresses the run's RAs made the DUT form, and when they expire
         self.table = AddressTable(self)  # the DUT's address table: declared or discovered (core/room.py)
-        #: a state an earlier check left the DUT in, running on a timer (until, why): a check on a DUT that is not
-        #: reset first waits it out (see CheckContext.dut_keeps_state)
-        self.settle: tuple[float, str] | None = None
+        #: states earlier checks left the DUT in, running on a timer, by the areas whose checks they matter to (an
+        #: empty set: every check): (until, why); a check on a DUT that is not reset first waits out the ones that
+        #: matter to it (see CheckContext.dut_keeps_state)
+        self.settle: dict[frozenset[str], tuple[float, str]] = {}
         #: on a DUT the run does not rebuild before each check: is it on the link, and still answering after each
         #: part (core/liveness.py); ``absent``: the one line saying it is not on the link at all
         self.liveness = Liveness(self) if lab is None or lab.external_dut else None
@@ -314,7 +315,7 @@ class Session:
             return None
         lab.reset_dut(boot_sysctl=fault.boot_sysctl if fault else None, wait=False, config=c.dut_config)
         self._observe_from(lab.dut_reborn_at)
-        self.settle = None  # a fresh DUT (the lab keeps what it learned of its addresses: the same again)
+        self.settle = {}  # a fresh DUT (the lab keeps what it learned of its addresses: the same again)
         try:
             # the same ready timeout under a fault as when healthy, unless the fault declares its own (a fault
             # that keeps the DUT from finishing its start-up, where waiting is pointless)
@@ -333,7 +334,7 @@ class Session:
     def _was_reset(self) -> None:
         """The DUT was reset: no timed state of an earlier check is left, and
         what the run learned of its addresses is gone with it."""
-        self.settle = None
+        self.settle = {}
         if getattr(self, "dut", None) is not None:
             self.dut.forget()
         self._observe_from(None)
@@ -351,12 +352,17 @@ class Session:
 
     def _wait_for_settle(self, ctx) -> None:
         """Wait out a timed state an earlier check left the DUT in (the DUT was
-        not reset since), so that it does not decide this check's verdict."""
-        if self.settle is None:
+        not reset since), so that it does not decide this check's verdict; a
+        state that matters only to other areas' checks is kept for them (and
+        runs out meanwhile)."""
+        now, area = time.monotonic(), ctx.check.area
+        mine = [state for areas, state in self.settle.items() if not areas or area in areas]
+        self.settle = {areas: state for areas, state in self.settle.items()
+                       if areas and area not in areas and state[0] > now}
+        if not mine:
             return
-        until, why = self.settle
-        self.settle = None
-        left = until - time.monotonic()
+        until, why = max(mine)
+        left = until - now
         if left > 0:
             ctx.note(f"waiting {left:.1f} s before the first probe: {why}")
             ctx.measure("settle_wait_s", round(left, 1))

@@ -110,6 +110,12 @@ class Target:
     def is_lab(self) -> bool:
         return self.lab is not None
 
+    @property
+    def external(self) -> bool:
+        """A DUT the run does not rebuild before each check: a device, or one
+        on the lab's TAP."""
+        return not self.is_lab or bool((self.lab or {}).get("external_dut"))
+
     def summary(self) -> dict:
         return {
             "name": self.name,

@@ -56,8 +56,9 @@ OLDER_VERSION_TIMEOUT_S = SHORT_QRV * SHORT_QQIC + SHORT_MRD_MS / 1000
 def _v1_query(t: CheckContext, **fields):
     """An MLDv1 Query from the tester's querier.  The first in a check is
     preceded by an MLDv2 General Query with short timers (above), and when
-    the check ends the next check waits out the Older Version Querier
-    Present Timeout unless the DUT is reset first."""
+    the check ends the next MLD check waits out the Older Version Querier
+    Present Timeout unless the DUT is reset first (only MLD checks judge the
+    DUT's Reports: other areas' checks run meanwhile)."""
     if not getattr(t, "mld_short_timers", False):
         t.mld_short_timers = True
         since = t.send(mld_query(_querier(t), version=2, mrd_ms=SHORT_MRD_MS, qrv=SHORT_QRV, qqic=SHORT_QQIC),
@@ -69,7 +70,7 @@ def _v1_query(t: CheckContext, **fields):
         t.defer(lambda: t.dut_keeps_state(OLDER_VERSION_TIMEOUT_S + _slack(t),
                                           "the DUT stays in MLDv1 compatibility mode for its Older Version Querier "
                                           f"Present Timeout ({OLDER_VERSION_TIMEOUT_S:g} s, RFC 3810 §9.12) after "
-                                          "an earlier check's MLDv1 Query"))
+                                          "an earlier check's MLDv1 Query", matters_to=("mld",)))
     return mld_query(_querier(t), version=1, **fields)
 
 
