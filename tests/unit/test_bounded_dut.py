@@ -43,7 +43,7 @@ def _ctx(slots: int, *, room_wait_s: float = 900):
     session.table = AddressTable(session)
     ctx = CheckContext.__new__(CheckContext)
     ctx.session, ctx.target, ctx.port = session, target, port
-    ctx.check, ctx.part, ctx.attempt = types.SimpleNamespace(id="slaac.x", area="slaac"), "A", 1
+    ctx.check, ctx.part, ctx.attempt = types.SimpleNamespace(id="slaac.x", area="slaac", any_address=False), "A", 1
     ctx.timeline, ctx.measurements, ctx.t0 = [], {}, 0.0
     ctx.wait = lambda s: setattr(ctx.port, "t", ctx.port.t + s)
     return ctx, ledger
@@ -287,3 +287,68 @@ def test_an_ra_that_sets_only_the_values_restore_would_set_needs_no_restore():
     ctx.restore_link_parameters()
     assert ctx.port.sent == []
 
+
+class _OffLinkT:
+    """What scenario.offlink.become_router asks of a check's context."""
+
+    def __init__(self, *, any_address=True, external=True, small=True, held="2001:db8:1::5054:ff:feab:cd02"):
+        from v6gate.net.nodes import EmulatedNode
+
+        self.check = types.SimpleNamespace(any_address=any_address, id="pmtu.x")
+        self.target = types.SimpleNamespace(external=external, link_prefix=ipaddress.IPv6Network("2001:db8:1::/64"))
+        self.dut = types.SimpleNamespace(held_link_address=lambda: held)
+        self.room = types.SimpleNamespace(small=lambda: small)
+        self.tr1 = EmulatedNode.fresh("TR1", self.target.link_prefix, router=True)
+        self.sent, self.notes, self.used_held_address = [], [], False
+
+    def send(self, pkt, label=""):
+        self.sent.append(pkt)
+        return 0.0
+
+    def wait(self, s):
+        pass
+
+    def note(self, m):
+        self.notes.append(m)
+
+
+def test_a_check_needing_any_address_uses_the_held_one_where_the_table_is_small():
+    from scapy.layers.inet6 import ICMPv6NDOptPrefixInfo
+
+    from v6gate.scenario.offlink import become_router
+
+    t = _OffLinkT()
+    path = become_router(t)
+    assert path.dut == "2001:db8:1::5054:ff:feab:cd02" and t.used_held_address
+    pio = t.sent[0][ICMPv6NDOptPrefixInfo]
+    assert pio.A == 0 and pio.L == 1 and path.prefix == ipaddress.IPv6Network(f"{pio.prefix}/64")
+    assert "address table is small" in t.notes[-1]
+
+
+def test_a_check_needing_any_address_falls_back_to_the_held_one_when_its_prefix_forms_none(monkeypatch):
+    from v6gate.core.verdict import NotJudged
+    from v6gate.scenario import offlink
+
+    def formed_none(t, prefix, **kw):
+        raise NotJudged("global-address", "slaac.global_address_is_formed_and_probed#A", "no address")
+
+    monkeypatch.setattr(offlink, "advertise_prefix", formed_none)
+    t = _OffLinkT(small=False)
+    assert offlink.become_router(t).dut == "2001:db8:1::5054:ff:feab:cd02" and t.used_held_address
+    for other in (_OffLinkT(small=False, any_address=False), _OffLinkT(small=False, external=False),
+                  _OffLinkT(small=False, held=None)):
+        with pytest.raises(NotJudged):  # a check that needs its own address, the lab's DUT, nothing held known
+            offlink.become_router(other)
+        assert not other.used_held_address
+
+
+def test_a_check_needing_any_address_makes_no_room_before_its_first_probe():
+    ctx, ledger = _ctx(slots=1)
+    ledger.advertise(A, 60, "slaac.other#A", 1000.0)
+    ctx.check = types.SimpleNamespace(id="pmtu.x", area="pmtu", any_address=True)
+    ctx.session.table._forming.add("pmtu.x")
+    ctx.room.first()
+    assert "address_room_wait_s" not in ctx.measurements and ctx.room.small()
+    ctx.check = types.SimpleNamespace(id="pmtu.x", area="pmtu", any_address=False)
+    ctx.room.first()
+    assert ctx.measurements["address_room_wait_s"] >= 60

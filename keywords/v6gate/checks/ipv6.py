@@ -504,6 +504,7 @@ def _routed_echo(t: CheckContext, routing_type: int, segments_left: int):
     rfc="RFC 8200 §4.4; RFC 5095 §3",
     fault="dut_drops_routing_header",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect="an Echo Reply to Host1 (off-link, through TR1): a Routing header of an unrecognized type with "
            "Segments Left 0 is ignored",
@@ -530,6 +531,7 @@ def unrecognized_routing_type_with_no_segments_left_is_ignored(t: CheckContext):
     rfc="RFC 8200 §4.4; RFC 5095 §3",
     fault="dut_points_past_the_parameter_problem",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect="an ICMPv6 Parameter Problem code 0 with Pointer 42 (the Routing Type field) to Host1 (off-link, "
            "through TR1), and no Echo Reply: with Segments Left 1 the packet is discarded",

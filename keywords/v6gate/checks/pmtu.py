@@ -150,6 +150,7 @@ def _after_ptb(t: CheckContext, peer: Peer, pmtu: int, seqs=(2,)) -> tuple[list[
     rfc="RFC 8201 §3; RFC 4443 §4.2",
     fault="dut_drops_echo_request",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="ns",
     expect="an Echo Reply of the request's size to TN2 (off-link, through TR1), carrying its data, not fragmented "
            "(it fits the 1500-octet link MTU)",
@@ -180,6 +181,7 @@ def echo_replies_of_every_size_cross_the_path(t: CheckContext):
     rfc="RFC 8201 §4, §5.2",
     fault="dut_ignores_packet_too_big",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect="after a Packet Too Big (MTU 1280) for the path to TN2, every later 1500-octet Echo Reply to TN2 is "
            "fragmented into packets of at most 1280 octets (the PMTU is stored), while a 1500-octet Echo Reply to "
@@ -230,6 +232,7 @@ def _reduce(t: CheckContext, path, peer, *, mtu=IPV6_MIN_MTU, code=0, src=None, 
     rfc="RFC 4443 §3.2; RFC 8201 §4",
     fault="dut_ignores_packet_too_big_with_nonzero_code",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect="a Packet Too Big with Code 0xA5 (MTU 1280) is honoured like one with Code 0: later 1500-octet Echo "
            "Replies to TN2 go in fragments of at most 1280 octets",
@@ -248,6 +251,7 @@ def packet_too_big_with_nonzero_code_is_honoured(t: CheckContext):
     rfc="RFC 8201 §4",
     fault="dut_ignores_packet_too_big",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect="after a Packet Too Big (MTU 1280) from TN1, an on-link node, 1500-octet Echo Replies to TN1 go in "
            "fragments of at most 1280 octets carrying the request's data",
@@ -267,6 +271,7 @@ def packet_too_big_reduces_the_pmtu_of_an_on_link_destination(t: CheckContext):
     rfc="RFC 8201 §4",
     fault="dut_ignores_packet_too_big",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect="after a Packet Too Big (MTU 1280) from TR1 for the path to TN2 (off-link), 1500-octet Echo Replies to "
            "TN2 go in fragments of at most 1280 octets carrying the request's data",
@@ -285,6 +290,7 @@ def packet_too_big_reduces_the_pmtu_of_an_off_link_destination(t: CheckContext):
     rfc="RFC 8201 §4 (Core 5.0.x semantics; RFC 1981 §4 had the PMTU set to 1280 and a Fragment header added)",
     fault="dut_clamps_small_packet_too_big",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect="the Packet Too Big is discarded: later 1500-octet Echo Replies to TN2 are still sent whole, without "
            "a Fragment header",
@@ -319,6 +325,7 @@ def packet_too_big_below_the_minimum_mtu_is_discarded(t: CheckContext):
     rfc="RFC 8201 §4",
     fault="impostor_raises_pmtu_on_larger_packet_too_big",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect="after a Packet Too Big of 1280, a second one reporting a larger MTU changes nothing: 1500-octet Echo "
            "Replies to TN2 stay in fragments of at most 1280 octets",
@@ -354,6 +361,7 @@ def packet_too_big_never_increases_the_pmtu(t: CheckContext):
     scope="host",
     fault="dut_ignores_ra_mtu_option",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect="after TR1's Router Advertisement with an MTU option of 1280, 1500-octet Echo Replies to TN2 go in "
            "fragments of at most 1280 octets (the link MTU, and so every path's first hop, is 1280)",
@@ -377,6 +385,7 @@ def ra_mtu_option_sets_the_link_mtu(t: CheckContext):
     rfc="RFC 8201 §4 (SHOULD validate the PTB payload); RFC 4443 §5.2",
     fault="dut_ignores_packet_too_big",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect="a Packet Too Big (MTU 1280) quoting an Echo Reply the DUT never sent (another identifier) is ignored: "
            "1500-octet Echo Replies to TN2 are still sent whole",
@@ -411,6 +420,7 @@ def packet_too_big_not_matching_sent_traffic_is_ignored(t: CheckContext):
     rfc="RFC 8201 §4",
     fault="dut_expires_pmtu_after_30_seconds",
     needs=["exclusive_router"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     profile="full",
     liveness="echo",
     expect="for 5 minutes after a Packet Too Big (MTU 1280), every 1500-octet Echo Reply to TN2 (one every 30 s) "
@@ -500,6 +510,7 @@ def _probe_multicast(t: CheckContext, group: str, pmtu: int) -> tuple[list[str],
     rfc="RFC 8201 §4, §5.2",
     fault="dut_ignores_packet_too_big",
     needs=["exclusive_router", "originate"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect=f"after TR1's Packet Too Big (MTU 1280) for the DUT's Echo Request to {MULTICAST_GROUP}, the DUT sends "
            "nothing larger than 1280 octets to the group: a 1280-octet request goes whole, a 1500-octet one is "
@@ -525,6 +536,7 @@ def packet_too_big_for_a_multicast_destination_is_honoured(t: CheckContext):
     rfc="RFC 8201 §4, §5.2",
     fault="dut_ignores_packet_too_big",
     needs=["exclusive_router", "originate"],
+    any_address=True,  # some global address of the DUT behind TR1 will do (scenario/offlink.py)
     liveness="echo",
     expect=f"with Packet Too Big messages from two routers for {MULTICAST_GROUP} (TR1: 1400, then TR2: 1280, then "
            "TR1: 1400 again), the DUT's packets to the group follow the smallest MTU reported: at most 1400 octets "

@@ -23,6 +23,13 @@ Lab-side declarations (ignored for real devices, which bring their own):
 names a DUT configuration of the topology (``nodes.dut.configs``: sysctls
 and DUT-side daemons such as a DHCPv6 client) applied when the lab DUT is
 rebuilt for the check.
+
+``any_address=True``: the check needs some global address of the DUT, not
+one in a prefix of its own (a path through the tester's router TR1: PMTU,
+routed packets).  On a DUT whose address table is known to be small
+(declared or discovered, core/room.py) it uses the address the DUT holds in
+the link prefix (scenario/offlink.py) and takes no room that a check of
+address forming needs.
 """
 
 from __future__ import annotations
@@ -99,6 +106,7 @@ class Check:
     lab_services: frozenset[str] = frozenset()
     dut_config: str | None = None
     common_setup: tuple[str, ...] | None = None  # None: the area's (core/setup.py); () a cold start
+    any_address: bool = False  # some global address of the DUT will do (see the module docstring)
 
     # resolved per part -------------------------------------------------------
     def part(self, letter: str | None) -> Part:
@@ -147,7 +155,7 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
           fault: str | None = None, profile: str = "default", needs: Iterable[str] = (),
           liveness: str | None = "ns", kind: str = "check", uncontrollable: str | None = None,
           lab_services: Iterable[str] = (), dut_config: str | None = None, id: str | None = None,
-          common_setup: Iterable[str] | None = None):
+          common_setup: Iterable[str] | None = None, any_address: bool = False):
     """Register a check.  See the module docstring."""
 
     def register(func: Callable) -> Callable:
@@ -169,7 +177,8 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
                   parts=plist, capabilities=tuple(capabilities), scope=scope, fault=fault, profile=profile,
                   needs=frozenset(needs), liveness=liveness, kind=kind, doc=(func.__doc__ or "").strip(),
                   uncontrollable=uncontrollable, lab_services=frozenset(lab_services), dut_config=dut_config,
-                  common_setup=tuple(common_setup) if common_setup is not None else None)
+                  common_setup=tuple(common_setup) if common_setup is not None else None,
+                  any_address=any_address)
         REGISTRY[check_id] = c
         # for callers that hold the function
         func.check = c  # type: ignore[attr-defined]

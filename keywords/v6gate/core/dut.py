@@ -81,6 +81,15 @@ class DutView:
                         f"no address of the DUT in {net} answered an all-nodes Echo Request from that prefix (the "
                         "target file lists none under dut.global and the control adapter cannot read them)")
 
+    def held_link_address(self) -> str | None:
+        """The DUT's address in the link prefix as far as the run already
+        knows it (the target file, or learned earlier in the run), without a
+        packet sent: None when not known yet."""
+        for a in self.target.dut_global:
+            if ipaddress.IPv6Address(a) in self.prefix:
+                return a
+        return self._learned.get(str(self.prefix))
+
     def _link_prefix_due(self) -> bool:
         """The tester's link-prefix advertisement is past half its lifetime."""
         return (self.link_prefix_advertised is not None and self.port is not None

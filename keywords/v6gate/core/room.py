@@ -145,9 +145,11 @@ class AddressTable:
         check that forms an address does not wait for it in the middle,
         after it set up neighbour entries or timers that the wait would let
         run out (a declared table: every check; a discovered one: the checks
-        that form addresses, by area or because an earlier part did)."""
+        that form addresses, by area or because an earlier part did).  A
+        check that needs only some global address of the DUT uses the one it
+        holds instead (``any_address``, scenario/offlink.py): no room made."""
         slots = self.slots()
-        if slots is not None and (self.declared is not None or self._forms_addresses(ctx)):
+        if slots is not None and not ctx.check.any_address and (self.declared is not None or self._forms_addresses(ctx)):
             self._wait(ctx, 1, slots, skip=False, first=True)
 
     def needs(self, ctx: CheckContext, n: int) -> None:
@@ -318,6 +320,13 @@ class AddressRoom:
         table = self._table
         if table is not None:
             table.make_room_first(self.t)
+
+    def small(self) -> bool:
+        """The DUT's address table is known to be bounded (declared, or
+        discovered earlier in the run): room in it is for the checks that
+        need an address of their own."""
+        table = self._table
+        return table is not None and table.slots() is not None
 
     def needs(self, n: int) -> None:
         """This part makes the DUT hold addresses from ``n`` of its prefixes

@@ -78,9 +78,41 @@ def become_router(t: CheckContext, *, mtu: int | None = None, router_lifetime: i
                   prefix: ipaddress.IPv6Network | None = None, lease_s: int = ADDRESS_LEASE_S) -> OffLinkPath:
     """TR1 advertises ``prefix`` (default: a fresh /64, autonomous and
     on-link) and itself as default router; returns once the DUT has
-    configured its address in it (RFC 4862 §5.5.3, DAD done)."""
-    return advertise_prefix(t, prefix or fresh_prefix(avoid=t.target.link_prefix), mtu=mtu,
-                            router_lifetime=router_lifetime, lease_s=lease_s)
+    configured its address in it (RFC 4862 §5.5.3, DAD done).
+
+    A check that declares ``any_address`` needs only some global address of
+    the DUT behind TR1.  On a DUT the run does not rebuild it uses the one
+    the DUT holds in the link prefix (TR1's prefix then on-link only, A=0)
+    where the DUT's address table is known to be small (declared or
+    discovered: the room is for checks that need an address of their own),
+    or where the fresh prefix formed no address."""
+    prefix = prefix or fresh_prefix(avoid=t.target.link_prefix)
+    held = t.dut.held_link_address() if t.check.any_address and t.target.external else None
+    if held is not None and t.room.small():
+        t.send(router_advertisement(t.tr1, prefixes=[prefix_option(prefix, valid=lease_s, preferred=lease_s,
+                                                                   autonomous=0)],
+                                    router_lifetime=router_lifetime, mtu=mtu),
+               label=f"RA from TR1 for {prefix} (A=0: the DUT's address table is small; it uses its address {held})")
+        t.wait(HELD_SETTLE_S)
+        return _use_held(t, prefix, held, "its address table is small (the room is for checks that need an "
+                                          "address of their own)")
+    try:
+        return advertise_prefix(t, prefix, mtu=mtu, router_lifetime=router_lifetime, lease_s=lease_s)
+    except NotJudged:
+        if held is None:
+            raise
+        return _use_held(t, prefix, held, "it formed no address in that prefix")
+
+
+#: after TR1's RA when the DUT forms no address from it: the RA is processed on receipt; a little scheduling slack
+HELD_SETTLE_S = 0.3
+
+
+def _use_held(t: CheckContext, prefix: ipaddress.IPv6Network, held: str, why: str) -> OffLinkPath:
+    t.note(f"the DUT uses {held}, its address in the link prefix, not one in TR1's {prefix}: {why}; a path "
+           "through TR1 needs only some global address of the DUT")
+    t.used_held_address = True  # its fresh prefix forming nothing is no sign of a full table (core/room.py)
+    return OffLinkPath(t, t.tr1, prefix, held)
 
 
 def advertise_prefix(t: CheckContext, prefix: ipaddress.IPv6Network, *, mtu: int | None = None,
