@@ -154,3 +154,77 @@ def test_lenient_parser_reads_past_the_icmp_length():
 def test_lenient_parser_stops_at_a_zero_length_option():
     assert K.options(bytes([2, 0, 1, 2, 3, 4, 5, 6, 1, 1, 9, 9, 9, 9, 9, 9]), 0) == {}
     assert K.options(bytes([1, 1, 1, 2, 3, 4, 5, 6]), 0) == {1: bytes([1, 2, 3, 4, 5, 6])}
+
+
+# -- STALE neighbours aged together for a check's next parts (external DUTs) -----------------------------
+class _Session:
+    """A run's session (the pool is kept per session)."""
+
+
+class _StaleT:
+    def __init__(self, session, part, clock, *, external=True, needs=frozenset()):
+        from v6gate.core.check import Part
+
+        self.session, self.part, self.clock = session, part, clock
+        self.target = SimpleNamespace(external=external, link_prefix="2001:db8:1::/64", extensions={})
+        self.check = SimpleNamespace(id="nd.na_updates_stale_entry", needs=needs,
+                                     parts=[Part(x) for x in "ABCDE"])
+        self.dut = SimpleNamespace(link_local="fe80::5054:ff:feab:cd02")
+        self.port = SimpleNamespace(now=lambda: clock["now"])
+        self.retrans_timer, self.reply_timeout, self.notes = 1.0, 1.0, []
+        self.nd_advertised_retrans = None
+
+    def collect(self, match, window, since=None):
+        self.clock["now"] += window
+        return []
+
+    def note(self, m):
+        self.notes.append(m)
+
+
+def _stale_bench(monkeypatch):
+    monkeypatch.setattr(nce, "set_nd_timers", lambda t, **kw: None)
+    confirmed = []
+
+    def reachable(nb):
+        confirmed.append(nb.mac)
+        return SimpleNamespace(time=nb.t.clock["now"])
+    monkeypatch.setattr(nce, "reachable", reachable)
+    return confirmed
+
+
+def test_on_an_external_dut_later_parts_take_neighbours_aged_with_an_earlier_parts_own(monkeypatch):
+    confirmed = _stale_bench(monkeypatch)
+    session, clock = _Session(), {"now": 100.0}
+    a = _StaleT(session, "A", clock)
+    nb = nce.Neighbour(a, EmulatedNode.fresh("TN1", "2001:db8:1::/64"))
+    nce.stale(nb)
+    assert len(confirmed) == 1 + nce.STALE_POOL and clock["now"] >= 116.75  # its own and two more, aged once
+    assert "with 2 more neighbour(s)" in " ".join(a.notes)
+    for part, mac in (("B", confirmed[1]), ("C", confirmed[2])):
+        clock["now"] += 6.0
+        t = _StaleT(session, part, clock)
+        before = clock["now"]
+        nb = nce.Neighbour(t, EmulatedNode.fresh("TN1", "2001:db8:1::/64"))
+        nce.stale(nb)
+        assert nb.mac == mac and nb.node.mac.lower() == mac and nb.addr == nb.node.link_local
+        assert clock["now"] == before and "aged to STALE with an earlier part" in t.notes[0]
+    clock["now"] += 6.0
+    d = _StaleT(session, "D", clock)
+    nce.stale(nce.Neighbour(d, EmulatedNode.fresh("TN1", "2001:db8:1::/64")))  # the pool is empty: it ages its own
+    assert len(confirmed) == 3 + 1 + 1  # ... and one more for part E, the last left
+
+
+def test_aged_neighbours_are_not_kept_too_long_nor_on_a_dut_the_run_rebuilds(monkeypatch):
+    confirmed = _stale_bench(monkeypatch)
+    clock = {"now": 100.0}
+    for t in (_StaleT(_Session(), "A", clock, external=False), _StaleT(_Session(), "A", clock, needs={"reset"})):
+        nce.stale(nce.Neighbour(t, EmulatedNode.fresh("TN1", "2001:db8:1::/64")))
+    assert len(confirmed) == 2  # no extra neighbour: the lab's DUT is rebuilt, a reset DUT forgets them
+    session = _Session()
+    nce.stale(nce.Neighbour(_StaleT(session, "A", clock), EmulatedNode.fresh("TN1", "2001:db8:1::/64")))
+    clock["now"] += nce.STALE_POOL_MAX_AGE_S + 1
+    late = _StaleT(session, "B", clock)
+    nb = nce.Neighbour(late, EmulatedNode.fresh("TN1", "2001:db8:1::/64"))
+    nce.stale(nb)
+    assert nb.mac not in confirmed[2:5] and "waiting" in late.notes[0]  # too old to be sure: aged its own

@@ -25,6 +25,7 @@ RAs), which needs the tester to be the only router (``exclusive_router``).
 from __future__ import annotations
 
 import secrets
+import weakref
 from dataclasses import dataclass, field
 
 from scapy.layers.inet6 import (
@@ -321,21 +322,114 @@ def stale(nb: Neighbour) -> None:
     confirmation').  Shortens ReachableTime with an RA first, restores the
     protocol default afterwards (so a later REACHABLE entry outlasts any
     observation window).  The node must not be probed meanwhile: a probe
-    means the DUT used the entry and it is not STALE."""
+    means the DUT used the entry and it is not STALE.
+
+    On a DUT the run does not rebuild, the wait (1.5 x ReachableTime: 16.75 s
+    with the default DELAY_FIRST_PROBE_TIME) is shared with the check's next
+    parts: up to ``STALE_POOL`` more neighbours are aged with this one, and
+    a later part of the same check takes one (unused since, so still STALE)
+    instead of ageing its own (``_adopt_aged``)."""
     t = nb.t
+    if _adopt_aged(nb):
+        return
     timing = NudTiming.of(t)
     short = timing.short_reachable_ms
     set_nd_timers(t, reachable_ms=short)
     confirmed = reachable(nb).time
+    extras = _age_with(nb)
+    last = max([confirmed, *(c for _, c in extras)])
     wait = timing.ageing(short)
-    t.note(f"waiting {wait:.2f} s for {nb.name}'s entry to age to STALE (ReachableTime {short} ms)")
-    probes = t.collect(nb.is_ns_for_me, wait, since=confirmed)
+    t.note(f"waiting {wait:.2f} s for {nb.name}'s entry to age to STALE (ReachableTime {short} ms)"
+           + (f", with {len(extras)} more neighbour(s) for the check's next parts" if extras else ""))
+    probes = t.collect(nb.is_ns_for_me, max(0.0, last + wait - t.port.now()), since=confirmed)
     set_nd_timers(t, reachable_ms=REACHABLE_TIME_MS)
     if probes:
         raise Deviation(f"setup: the DUT sent {probes[0].summary()} for {nb.addr} {probes[0].time - confirmed:.2f} s "
                         "after its entry was confirmed, with no traffic to it: the entry should have aged to STALE "
                         "silently (§7.3.3)", name=f"nce-stale:{nb.name}", judged_by=STATE_JUDGES["stale"])
+    _keep_aged(nb, extras, last + wait)
     t.note(f"{nb.name} STALE")
+
+
+#: neighbours aged to STALE with a part's own, for the same check's next parts, on a DUT the run does not rebuild:
+#: at most this many (a small Neighbor Cache that replaces its oldest STALE entries first must still hold them) ...
+STALE_POOL = 2
+#: ... each taken within this long of the ageing (a stack may collect STALE entries it has not used for a while:
+#: Linux's gc_stale_time is 60 s, once the cache holds more than gc_thresh1 entries)
+STALE_POOL_MAX_AGE_S = 30.0
+
+#: per session: (check id, neighbour name) -> [(node, port time it was STALE)], and the parts of each check run
+_POOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _pool(t: CheckContext) -> dict | None:
+    """The run's STALE neighbours kept for later parts (None: the DUT is rebuilt or reset before each check)."""
+    if t.session is None or not t.target.external or "reset" in t.check.needs:
+        return None
+    return _POOLS.setdefault(t.session, {})
+
+
+def _pool_key(nb: Neighbour) -> tuple[str, str] | None:
+    """Only a plain neighbour (its link-local address to the DUT's) stands in for another part's."""
+    node = nb.node
+    plain = nb.addr == node.link_local and nb.dut_addr == nb.t.dut.link_local and not node.is_router
+    return (nb.t.check.id, nb.name) if plain else None
+
+
+def _parts_left(t: CheckContext, pool: dict) -> int:
+    done = pool.setdefault(("parts run", t.check.id), set())
+    done.add(t.part)
+    return len([p for p in t.check.parts if p.letter not in done])
+
+
+def _age_with(nb: Neighbour) -> list[tuple[Neighbour, float]]:
+    """More neighbours of the same kind brought to REACHABLE right after
+    ``nb``, one per later part of the check (at most STALE_POOL)."""
+    from ..net.nodes import EmulatedNode
+
+    t, pool, key = nb.t, _pool(nb.t), _pool_key(nb)
+    if pool is None or key is None:
+        return []
+    extras = []
+    for i in range(max(0, min(STALE_POOL, _parts_left(t, pool)) - len(pool.get(key, [])))):
+        other = Neighbour(t, EmulatedNode.fresh(f"{nb.name}'{i + 1}", t.target.link_prefix))
+        try:
+            extras.append((other, reachable(other).time))
+        except Deviation:
+            break  # the DUT did not take another neighbour now: the next part ages its own
+    return extras
+
+
+def _keep_aged(nb: Neighbour, extras: list[tuple[Neighbour, float]], stale_at: float) -> None:
+    pool, key = _pool(nb.t), _pool_key(nb)
+    if pool is None or key is None or not extras:
+        return
+    # a neighbour the DUT solicited after its confirmation was used: not STALE, not kept
+    kept = [(other.node, stale_at) for other, confirmed in extras
+            if not nb.t.collect(other.is_ns_for_me, 0, since=confirmed + 0.001)]
+    pool.setdefault(key, []).extend(kept)
+
+
+def _adopt_aged(nb: Neighbour) -> bool:
+    """Give ``nb`` the identity of a neighbour aged to STALE with an earlier
+    part of the check (unused since, so still STALE)."""
+    t, pool, key = nb.t, _pool(nb.t), _pool_key(nb)
+    if pool is None or key is None:
+        return False
+    _parts_left(t, pool)
+    now = t.port.now()
+    waiting = [(n, at) for n, at in pool.get(key, []) if at <= now and now - at <= STALE_POOL_MAX_AGE_S]
+    if not waiting:
+        pool[key] = []
+        return False
+    (aged, at), pool[key] = waiting[0], waiting[1:]
+    node = nb.node
+    node.mac, node.link_local, node.global_addr = aged.mac, aged.link_local, aged.global_addr
+    nb.mac, nb.addr = aged.mac.lower(), aged.link_local
+    t.note(f"{nb.name} is {aged.mac} {aged.link_local}: a neighbour aged to STALE with an earlier part of the check "
+           f"({now - at:.1f} s ago, unused since)")
+    t.note(f"{nb.name} STALE")
+    return True
 
 
 def enter(nb: Neighbour, state: str) -> None:
