@@ -159,6 +159,8 @@ def datagrams_settle_by_probing_when_ptb_is_dropped(t: CheckContext):
     if unjudged is not None and answer.get("complete"):
         return t.inconclusive(unjudged)
     seen, problems = dplpmtud.judge(found, client.path_mtu)
+    if unjudged is not None:  # its search stopped short of the path: not judged here, only the transfer is
+        seen, problems = f"{seen}; {unjudged}", []
     if answer.get("complete"):
         seen += f"; {endpoint.octets} octets arrived in {answer.get('seconds', 0):.2f} s"
     else:
