@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from v6gate.core.check import all_items, load_all
+from v6gate.core.verdict import Result
 from v6gate.errors import UsageError
 from v6gate.gates import profiles as P
 from v6gate.gates.bench import parse_ethtool_k
@@ -15,7 +16,14 @@ from v6gate.gates.calibrate import summarize, what_would_meet
 from v6gate.gates.engine import Budget, Measure, Metric, PairedComparison
 from v6gate.gates.workloads.ethtool_parity import parity_problems
 from v6gate.gates.workloads.qperf import parse_qperf
-from v6gate.report.gates import numbers_table, ratio_plot, render_gate, sweep_plot, trials_plot
+from v6gate.report.gates import (
+    numbers_table,
+    pairings_document,
+    ratio_plot,
+    render_gate,
+    sweep_plot,
+    trials_plot,
+)
 
 
 def test_shipped_profiles_load_and_every_gate_variant_is_a_check_part():
@@ -206,3 +214,21 @@ def test_probe_settings_merge_and_stay_off_where_there_is_no_a_a_pair(tmp_path):
     assert (g.probe.pairs, g.probe.cap_pairs, g.probe_what) == (5, 40, "the stream")
     assert g.as_dict()["probe"]["cap_pairs"] == 40
     assert not got["t"]["-"].probe.enabled  # a target gate has no A/A pair
+
+
+def test_pairing_lists_each_gate_verdict_once():
+    """A gate of one part shows its verdict once ("PASS", not "-:PASS PASS"); a gate of parts shows each
+    part ("1x1500:PASS") under its id, and a pairing that names one part (id#part) gets that part's verdict."""
+    def gate(gid, part, verdict):
+        return Result(id=gid, part=part, title="t", area="perf", ipv6ready=None, rfc="RFC 8200 §1", verdict=verdict,
+                      reason="r", expected="x", seen="y", evidence={}, duration_s=1.0,
+                      started="2026-01-01T00:00:00Z", kind="gate")
+
+    doc = pairings_document([gate("perf.ns_to_na_latency_within_target", None, "PASS"),
+                             gate("perf.ipv6_streaming_is_not_slower_than_ipv4", "1x1500", "PASS"),
+                             gate("perf.ipv6_streaming_is_not_slower_than_ipv4", "1x9000", "INCONCLUSIVE")])
+    nd = doc["nd"]["verdicts"]
+    assert nd["perf.ns_to_na_latency_within_target"] == ["PASS"]
+    assert doc["ipv6"]["verdicts"]["perf.ipv6_streaming_is_not_slower_than_ipv4"] == ["1x1500:PASS",
+                                                                                      "1x9000:INCONCLUSIVE"]
+    assert doc["pmtu"]["verdicts"]["perf.ipv6_streaming_is_not_slower_than_ipv4#1x9000"] == ["INCONCLUSIVE"]

@@ -250,8 +250,10 @@ def pairings_document(results) -> dict | None:
     verdicts = {}
     for r in results:
         if getattr(r, "kind", "check") == "gate":
-            verdicts.setdefault(r.id, []).append(f"{r.part or '-'}:{r.verdict}")
-            verdicts.setdefault(r.key, []).append(r.verdict)
+            # a gate names its parts ("1x1500:PASS"); a gate of one part is its verdict alone, listed once
+            verdicts.setdefault(r.id, []).append(f"{r.part}:{r.verdict}" if r.part else r.verdict)
+            if r.part:
+                verdicts.setdefault(r.key, []).append(r.verdict)
     areas_run = {r.area for r in results if getattr(r, "kind", "check") == "check"}
     return {area: {"gates": spec["gates"], "why": spec["why"], "status": spec["status"],
                    "checks_in_run": area in areas_run,
