@@ -10,6 +10,15 @@ back, the MLD parts each waited those 13 s; spread evenly among the other
 areas' parts, the timer runs out while those run.  Each group keeps its own
 order, so no part sees another part's state it would not have seen anyway
 (other areas' checks do not judge the DUT's MLD Reports).
+
+SLAAC and router-discovery parts make the DUT form addresses from fresh
+prefixes, which it keeps until their valid lifetime runs out (an RA cannot
+take them back, RFC 4862 §5.5.3 e): on a DUT with a small address table the
+next such part waits for room (core/room.py).  Spread among the other
+areas' parts, those addresses expire while the others run.  Each check
+leaves the DUT's link parameters and routers as it found them
+(CheckContext.restore_link_parameters, withdraw), so the parts they run
+between see the DUT they would have seen.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 #: the areas whose parts are spread among the others on a DUT the run does not rebuild (see above)
-SPREAD = ("mld",)
+SPREAD = ("mld", "slaac", "rd")
 
 
 def spread(items: Sequence[T], area_of: Callable[[T], str | None], area: str) -> list[T]:
