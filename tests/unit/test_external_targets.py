@@ -100,6 +100,16 @@ def test_on_an_external_dut_mld_parts_are_spread_among_the_others_each_group_in_
         ["mld0", "mld1", "mld2"]  # nothing to spread them among: they wait, as before
 
 
+def test_on_an_external_dut_slaac_and_rd_parts_are_spread_too_each_check_in_order():
+    from v6gate.core.order import for_external_dut
+
+    items = _items(["icmpv6"] * 4 + ["rd"] * 2 + ["slaac"] * 2)
+    out = [i.name for i in for_external_dut(items, lambda i: i.callspec.params["v6check"][0].area)]
+    # SLAAC parts among the other six first, then router-discovery parts among the other six; each area's parts
+    # in their own order
+    assert out == ["icmpv60", "icmpv61", "icmpv62", "rd4", "slaac6", "icmpv63", "slaac7", "rd5"]
+
+
 def test_the_run_spreads_mld_parts_only_against_an_external_dut(tmp_path):
     from v6gate.pytest_plugin import pytest_collection_modifyitems
 
