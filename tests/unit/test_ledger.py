@@ -89,3 +89,28 @@ def test_only_ras_a_host_accepts_form_addresses():
         bytes(good),
     ):
         assert _forms_addresses(bad) == []
+
+
+def test_a_short_lease_covers_the_dad_probe_and_the_probes_after_it_on_the_duts_timing():
+    from v6gate.core.ledger import ADDRESS_LEASE_S, DAD_DELAY_S, SHORT_LEASE_SPARE_S, short_lease
+
+    # 1 s windows, the RFC's RetransTimer: DAD (1 + 1 + 1 s), three Neighbor Solicitations of 1 + 3 x 1 s, the spare
+    assert short_lease(1.0, 1.0, probes=3) == 3 + 12 + SHORT_LEASE_SPARE_S == 25
+    assert short_lease(1.0, 1.0, probes=0) == 13
+    assert short_lease(1.0, 0.1, probes=3) == math.ceil(DAD_DELAY_S + 1.1 + 3 * 1.3 + SHORT_LEASE_SPARE_S)
+    assert short_lease(2.0, 1.0, probes=3) > short_lease(1.0, 1.0, probes=3)  # a slower DUT gets longer
+    assert short_lease(10.0, 3.0, probes=3) == ADDRESS_LEASE_S  # never longer than the usual lease
+
+
+def test_only_a_dut_the_run_does_not_rebuild_gets_a_short_lease():
+    import types
+
+    from v6gate.core.context import CheckContext
+    from v6gate.core.ledger import ADDRESS_LEASE_S
+
+    ctx = CheckContext.__new__(CheckContext)
+    ctx.reply_timeout, ctx.retrans_timer = 1.0, 1.0
+    ctx.target = types.SimpleNamespace(external=True)
+    assert ctx.lease_for_probes(3) == 25 and ctx.lease_for_probes(0, rebuilt=30) == 13
+    ctx.target = types.SimpleNamespace(external=False)  # the lab's DUT, rebuilt before each check: as before
+    assert ctx.lease_for_probes(3) == ADDRESS_LEASE_S and ctx.lease_for_probes(0, rebuilt=30) == 30

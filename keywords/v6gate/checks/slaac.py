@@ -206,9 +206,11 @@ def _meet_dad(t: CheckContext, react) -> tuple[str | None, ipaddress.IPv6Network
                 port.send(pkt)
             seen["sent"] = port.now()
 
+    # the tentative address matters only until _is_assigned's Neighbor Solicitations (up to 3) are answered
+    lease = t.lease_for_probes(3)
     t.port.add_responder(responder)
     try:
-        since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]),
+        since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(prefix, valid=lease, preferred=lease)]),
                        label=f"RA with prefix {prefix}")
         probe = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix)), t.reply_timeout + 1.0, since=since)
     finally:
@@ -613,7 +615,8 @@ def prefix_option_processing(t: CheckContext):
     seen = f"RA with {what}: no DAD probe for an address from it within {t.reply_timeout + 1.0:g} s"
     # no vacuous PASS: a valid prefix right after must form an address, or the DUT may ignore every RA
     valid = fresh_prefix(avoid=t.target.link_prefix)
-    since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(valid, valid=30, preferred=30)]),
+    lease = t.lease_for_probes(0, rebuilt=30)  # its DAD probe is all this needs
+    since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(valid, valid=lease, preferred=lease)]),
                    label=f"RA with a valid prefix {valid} (an address from it is required)")
     t.wait(t.reply_timeout + 1.0)
     got = _probes_in(t, ipaddress.IPv6Network(valid), since)

@@ -32,6 +32,22 @@ INFINITY = 0xFFFFFFFF
 #: the valid (and preferred) lifetime of a fresh prefix a check needs only for its own probes: it outlasts the
 #: check, and the address is gone soon after, so a bounded table has room again (seconds)
 ADDRESS_LEASE_S = 60
+#: what a short lease (below) keeps beyond the probes it is for: a loaded tester's scheduling, a DUT's own slack
+SHORT_LEASE_SPARE_S = 10
+#: RFC 4861 §10 MAX_RTR_SOLICITATION_DELAY: the random delay before a DUT probes a new address (RFC 4862 §5.4.2)
+DAD_DELAY_S = 1.0
+
+
+def short_lease(reply_timeout: float, retrans_timer: float, *, probes: int) -> int:
+    """The valid (and preferred) lifetime of a fresh prefix whose address a
+    part needs only for the DUT's DAD probe and ``probes`` probes right after
+    it, on the DUT's timing: the DAD delay, the reply timeout and one
+    RetransTimer (DAD), each probe's reply timeout and 3 RetransTimers (its
+    Neighbor Solicitation answered or not), and SHORT_LEASE_SPARE_S; never
+    more than ADDRESS_LEASE_S.  With 1 s windows and the RFC's RetransTimer:
+    13 s for the DAD probe alone, 25 s with three probes."""
+    need = DAD_DELAY_S + reply_timeout + retrans_timer + probes * (reply_timeout + 3 * retrans_timer)
+    return min(ADDRESS_LEASE_S, math.ceil(need + SHORT_LEASE_SPARE_S))
 #: how long after its valid lifetime ends an address may still answer: lifetimes are whole seconds and the
 #: expiry runs on a timer that Linux rounds up to the next whole second (round_jiffies_up), so at valid + 1 s
 #: a healthy lab's address answered, once in a README run and once in 20 loaded repeat runs

@@ -42,8 +42,9 @@ def _valid_ra_takes_effect(t: CheckContext, router, avoid_hop_limit: int | None)
     proves nothing.  (took effect, what was seen)."""
     prefix = fresh_prefix(avoid=t.target.link_prefix)
     chlim = _random_hop_limit(avoid=avoid_hop_limit or 64)
+    lease = t.lease_for_probes(0, rebuilt=30)  # its DAD probe is all this needs (the Echo goes to the link-local)
     since = t.send(router_advertisement(router, router_lifetime=0, cur_hop_limit=chlim,
-                                        prefixes=[prefix_option(prefix, valid=30, preferred=30)]),
+                                        prefixes=[prefix_option(prefix, valid=lease, preferred=lease)]),
                    label=f"valid RA (Cur Hop Limit {chlim}, prefix {prefix}): its effect is required")
     effects = _ra_effects(t, router, prefix, chlim, since)
     if any("no longer answered" in e for e in effects) or not effects:
