@@ -33,13 +33,14 @@ def _dad_frame(t: float, address: str, mac: str = MAC) -> Frame:
     return Frame(t, bytes(pkt), 0)
 
 
-def _setup(declared=None):
+def _setup(declared=None, *, other_routers=True):
     clock = types.SimpleNamespace(t=1000.0)
     port = types.SimpleNamespace(now=lambda: clock.t)
     target = types.SimpleNamespace(dut_max_addresses=declared, timing={"address_room_wait_s": 900},
-                                   claims=lambda cap: False)
+                                   claims=lambda cap: False, other_routers=other_routers, is_lab=False)
     session = types.SimpleNamespace(ledger=AddressLedger(), target=target, port=port, control=NoControl(),
-                                    dut=types.SimpleNamespace(link_local="fe80::1"), observer=DutObserver(MAC))
+                                    dut=types.SimpleNamespace(link_local="fe80::1", link_prefix_advertised=None),
+                                    observer=DutObserver(MAC))
     session.table = AddressTable(session)
     return session, clock
 
@@ -102,6 +103,57 @@ def test_a_fresh_prefix_that_forms_nothing_while_the_run_holds_addresses_is_a_su
     summary = session.table.summary()
     assert summary["parts_needing_discovered_limit"] == 1 and summary["by_how"] == {"retried": 1}
     assert "formed no address in 2001:db8:c::/64 while the DUT held 2" in summary["evidence"]
+
+
+def test_an_address_the_dut_gave_up_as_a_duplicate_does_not_make_the_table_seem_larger():
+    """A DAD test's duplicate: the DUT probed it (formed) and gave it up; Linux deletes it.  Counted, the table
+    of 4 would seem to hold 5, and a part needing 3 addresses at once would run (and lose one of its own to the
+    wait for room); left out, the size is the smaller one the evidence allows."""
+    session, clock = _setup()
+    first = _ctx(session, clock, part="A")
+    for net in (A, B, ipaddress.IPv6Network("2001:db8:d::/64")):
+        _advertise(session, first, net, clock, probed=True)
+    session.table.settle(first)
+    session.ledger.mark_duplicate(ipaddress.IPv6Network("2001:db8:d::/64"))  # t.room.duplicate(prefix)
+    session.ledger.advertise(ipaddress.IPv6Network("2001:db8:d::/64"), 0, first._owner, clock.t)  # its withdrawal
+    clock.t += 5
+    later = _ctx(session, clock, part="B")
+    _advertise(session, later, C, clock, probed=False)
+    fail = Outcome(Verdict.FAIL, "no DAD probe", problems=["no DAD probe"])
+    suspicion = session.table.suspect(later, fail, session.table.settle(later))
+    assert suspicion is not None and suspicion.held == 2 and suspicion.size == 4, suspicion
+    # for room it still counts (a stack may keep its DADFAILED entry in the table): the retry waits for all three
+    assert len(session.ledger.live(clock.t)) == 3
+    # a table that held only addresses given up as duplicates: they must have held its slots (lwIP), as before
+    session, clock = _setup()
+    first = _ctx(session, clock, part="A")
+    _advertise(session, first, A, clock, probed=True)
+    session.table.settle(first)
+    session.ledger.mark_duplicate(A)
+    later = _ctx(session, clock, part="B")
+    _advertise(session, later, C, clock, probed=False)
+    suspicion = session.table.suspect(later, fail, session.table.settle(later))
+    assert suspicion is not None and suspicion.held == 1 and suspicion.size == 3
+
+
+def test_a_dut_the_tester_had_not_given_the_link_prefix_yet_is_sized_without_that_address():
+    """With no control adapter the run assumes the DUT holds its link-local address and one in the link
+    prefix; where the tester is the only router and had not advertised the link prefix yet, the DUT held
+    no address there, and the table (4 on the lab's bounded Linux) would seem to hold 5."""
+    for given, size in ((None, 4), (900.0, 5)):  # not given yet / given before the part's RA
+        session, clock = _setup(other_routers=False)
+        session.dut.link_prefix_advertised = given
+        first = _ctx(session, clock, part="A")
+        for net in (A, B, ipaddress.IPv6Network("2001:db8:d::/64")):
+            _advertise(session, first, net, clock, probed=True)
+        session.table.settle(first)
+        later = _ctx(session, clock, part="B")
+        _advertise(session, later, C, clock, probed=False)
+        fail = Outcome(Verdict.FAIL, "no DAD probe", problems=["no DAD probe"])
+        suspicion = session.table.suspect(later, fail, session.table.settle(later))
+        assert suspicion is not None and suspicion.size == size, (given, suspicion)
+        session.table.confirm("slaac.x#B", suspicion)
+        assert session.table.slots() == size - 2  # room still counts the address in the link prefix it will get
 
 
 def test_no_suspicion_when_the_run_held_nothing():

@@ -254,6 +254,7 @@ def _dad_outcome(t: CheckContext, tentative, prefix, probe_time, *, duplicate: b
         if assigned or used:
             raise Deviation(f"after {told}, the DUT still uses its tentative address: "
                              f"{seen if assigned else 'it sent ' + used}")
+        t.room.duplicate(prefix)
         return t.conclude(f"after {told}, {tentative} stayed unassigned: {seen}", [])
     if not assigned:
         raise Deviation(f"after {told}, the DUT gave up {tentative} as a duplicate: {seen}")

@@ -79,6 +79,10 @@ class Entry:
     expires: float  # monotonic time the DUT's address in it is gone (grace included); inf: never
     owner: str  # the check (id#part) that first made the DUT form it
     formed: bool | None = None  # the DUT was seen forming it (its DAD probe); None: not known yet
+    #: the DUT found its address a duplicate and did not assign it (a DAD test): whether it still takes a slot is
+    #: the stack's (Linux deletes it, lwIP keeps a DADFAILED entry), so room still counts it and a discovered
+    #: table's size does not
+    duplicate: bool = False
 
 
 class AddressLedger:
@@ -98,14 +102,21 @@ class AddressLedger:
         if left is None:
             self._entries.pop(prefix, None)
             return
-        self._entries[prefix] = Entry(prefix, now + left + EXPIRY_GRACE_S, old.owner if old and stored else owner,
-                                      old.formed if old and stored else None)
+        kept = old is not None and stored is not None  # the same address, its lifetime restated
+        self._entries[prefix] = Entry(prefix, now + left + EXPIRY_GRACE_S, old.owner if kept else owner,
+                                      old.formed if kept else None, old.duplicate if kept else False)
 
     def mark_formed(self, prefix: ipaddress.IPv6Network) -> None:
         """The DUT was seen forming its address in ``prefix`` (its DAD probe)."""
         e = self._entries.get(prefix)
         if e is not None:
             e.formed = True
+
+    def mark_duplicate(self, prefix: ipaddress.IPv6Network) -> None:
+        """The DUT found its address in ``prefix`` a duplicate and did not assign it."""
+        e = self._entries.get(prefix)
+        if e is not None:
+            e.duplicate = True
 
     def forget(self, prefix: ipaddress.IPv6Network) -> None:
         """The DUT formed no address in ``prefix``: it holds none there."""
