@@ -190,6 +190,29 @@ def test_a_wait_for_room_in_a_discovered_table_is_counted():
     assert ctx.measurements["address_room_wait_s"] >= 60
 
 
+def test_a_check_whose_ras_form_no_address_waits_for_no_room_first_and_is_held_to_it():
+    from v6gate.core.room import AddressRoom
+    from v6gate.net.nd import prefix_option, router_advertisement
+    from v6gate.net.nodes import EmulatedNode
+
+    session, clock = _setup()
+    session.table.discovered, session.table.found_at = 3, "slaac.x#B"
+    session.ledger.advertise(A, 60, "slaac.x#A", clock.t)
+    session.ledger.mark_formed(A)
+    for declared, waits in ((None, True), (False, False)):  # an rd check: by its area / declared
+        ctx = _ctx(session, clock, part="D", check="rd.y")
+        ctx.check.forms_addresses, ctx.check.any_address = declared, False
+        start = clock.t
+        session.table.make_room_first(ctx)
+        assert (clock.t > start) == waits, declared
+        session.ledger.advertise(A, 60, "slaac.x#A", clock.t)  # full again
+    tr = EmulatedNode.fresh("TR1", ipaddress.IPv6Network("2001:db8:1::/64"), router=True)
+    ctx.target = types.SimpleNamespace(link_prefix=ipaddress.IPv6Network("2001:db8:1::/64"))
+    assert AddressRoom(ctx).before_send(router_advertisement(tr, router_lifetime=0, cur_hop_limit=99)) == []
+    with pytest.raises(RuntimeError, match="declares forms_addresses=False"):
+        AddressRoom(ctx).before_send(router_advertisement(tr, prefixes=[prefix_option(B, valid=60, preferred=60)]))
+
+
 def test_the_observer_keeps_only_the_current_boots_probes():
     obs = DutObserver(MAC)
     obs(None, _dad_frame(10.0, "fe80::1"))

@@ -30,6 +30,12 @@ routed packets).  On a DUT whose address table is known to be small
 (declared or discovered, core/room.py) it uses the address the DUT holds in
 the link prefix (scenario/offlink.py) and takes no room that a check of
 address forming needs.
+
+``forms_addresses=False``: the check's RAs carry no prefix the DUT would
+form an address from (it judges other RA fields).  On a DUT whose address
+table is discovered, the checks of the address-forming areas (slaac, rd,
+...) wait for room before their first probe; such a check does not.  An RA
+of it that would form an address is a harness error (core/room.py).
 """
 
 from __future__ import annotations
@@ -107,6 +113,7 @@ class Check:
     dut_config: str | None = None
     common_setup: tuple[str, ...] | None = None  # None: the area's (core/setup.py); () a cold start
     any_address: bool = False  # some global address of the DUT will do (see the module docstring)
+    forms_addresses: bool | None = None  # False: its RAs form no address (see the module docstring); None: by area
 
     # resolved per part -------------------------------------------------------
     def part(self, letter: str | None) -> Part:
@@ -155,7 +162,8 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
           fault: str | None = None, profile: str = "default", needs: Iterable[str] = (),
           liveness: str | None = "ns", kind: str = "check", uncontrollable: str | None = None,
           lab_services: Iterable[str] = (), dut_config: str | None = None, id: str | None = None,
-          common_setup: Iterable[str] | None = None, any_address: bool = False):
+          common_setup: Iterable[str] | None = None, any_address: bool = False,
+          forms_addresses: bool | None = None):
     """Register a check.  See the module docstring."""
 
     def register(func: Callable) -> Callable:
@@ -178,7 +186,7 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
                   needs=frozenset(needs), liveness=liveness, kind=kind, doc=(func.__doc__ or "").strip(),
                   uncontrollable=uncontrollable, lab_services=frozenset(lab_services), dut_config=dut_config,
                   common_setup=tuple(common_setup) if common_setup is not None else None,
-                  any_address=any_address)
+                  any_address=any_address, forms_addresses=forms_addresses)
         REGISTRY[check_id] = c
         # for callers that hold the function
         func.check = c  # type: ignore[attr-defined]

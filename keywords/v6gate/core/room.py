@@ -175,6 +175,8 @@ class AddressTable:
             self._cannot(ctx, f"{self._too_many(n, slots)}: run it against a DUT with a larger table")
 
     def _forms_addresses(self, ctx: CheckContext) -> bool:
+        if ctx.check.forms_addresses is False:
+            return False  # declared: its RAs form no address (AddressRoom.before_send holds it to that)
         return ctx.check.id in self._forming or ctx.check.area in ("slaac", "rd", "addrarch", "rdnss")
 
     def _too_many(self, n: int, slots: int) -> str:
@@ -319,6 +321,10 @@ class AddressRoom:
         """The prefixes ``pkt`` makes the DUT form addresses in (not the link's own, which the DUT held when the
         run found it), after waiting for room for them."""
         forms = self._check_prefixes(forms_addresses(pkt))
+        check = getattr(self.t, "check", None)
+        if forms and check is not None and check.forms_addresses is False:
+            raise RuntimeError(f"{check.id} declares forms_addresses=False, but this RA would make the DUT "
+                               f"form addresses in {', '.join(str(net) for net, _ in forms)}")
         if forms:
             self.make_room(forms)
         return forms

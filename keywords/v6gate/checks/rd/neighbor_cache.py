@@ -110,6 +110,7 @@ _NCE_PARTS = [
     title="Router Advertisement Processing, Neighbor Cache",
     rfc="RFC 4861 §6.3.4, §7.3.3",
     needs=["exclusive_router"],
+    forms_addresses=False,  # its RAs carry no prefix
     liveness="echo",
     expect="an RA with a Source Link-Layer Address option creates or updates the router's Neighbor Cache "
            "entry: a new or changed address leaves it STALE, the same address (or none) leaves its state alone",

@@ -33,6 +33,7 @@ from ...scenario.rd import DELAY_FIRST_PROBE_TIME, _random_hop_limit
     title="Router Advertisement Processing, Cur Hop Limit",
     rfc="RFC 4861 §6.3.4",
     needs=["exclusive_router"],
+    forms_addresses=False,  # its RAs carry no prefix
     liveness="echo",
     expect="the DUT's packets carry the Cur Hop Limit of the latest RA that specified one; an RA with Cur Hop "
            "Limit 0 (unspecified) leaves the value unchanged",
@@ -146,6 +147,7 @@ def router_lifetime_is_honoured(t: CheckContext):
     title="Router Advertisement Processing, Reachable Time",
     rfc="RFC 4861 §6.3.4, §6.3.2, §7.3.3",
     needs=["exclusive_router"],
+    forms_addresses=False,  # its RAs carry no prefix
     liveness="echo",
     expect="after an RA with Reachable Time B, a neighbour in constant use is re-probed ReachableTime + "
            "DELAY_FIRST_PROBE_TIME after its confirmation, with ReachableTime in [0.5 B, 1.5 B]",
