@@ -89,6 +89,7 @@ def onlink_prefix_of_any_length_is_onlink(t: CheckContext):
     rfc="RFC 4861 §6.3.4",
     needs=["exclusive_router"],
     fault="dut_takes_l0_as_offlink",
+    forms_addresses=False,  # its prefix has A=0
     liveness="echo",
     expect="a prefix announced on-link (L=1) stays on-link after an RA with the same prefix and L=0: the "
            "DUT keeps resolving a node of that prefix directly instead of sending through the router",

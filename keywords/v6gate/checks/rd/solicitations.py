@@ -201,6 +201,7 @@ def solicited_ra_stops_solicitations(t: CheckContext):
     title="Host Ignores Router Solicitations",
     rfc="RFC 4861 §6.2.6",
     fault="impostor_answers_router_solicitations",
+    forms_addresses=False,  # it sends no RA
     liveness="echo",
     expect="a host silently discards Router Solicitations: it sends no Router Advertisement and does not take "
            "the link-layer address in the RS's Source Link-Layer Address option (it resolves the solicitor "
