@@ -208,6 +208,13 @@ def _run_locked(args, target_arg: str, run_id: str, held) -> int:
             print(f"  the DUT's address table: {table['discovered'] or 'not found'} addresses, discovered "
                   f"({table.get('evidence') or 'no retry confirmed it'}); {table['parts_needing_discovered_limit']} "
                   f"part(s) needed it ({how})")
+    for before in doc["run"].get("dut_state_before") or []:
+        if before.get("disregarded"):
+            print(f"  the earlier run's DUT state was disregarded: {before['disregarded']}")
+        elif before.get("carried"):
+            print(f"  found on the DUT at the start: {len(before['carried'])} address(es) the earlier run "
+                  f"{before['run']} left, still held (they took room like the run's own): "
+                  f"{', '.join(c['prefix'] for c in before['carried'])}")
     for state in doc["run"].get("dut_state_after") or []:
         print(f"  left on the DUT: {state['count'] if state.get('count') is not None else '?'} global address(es)"
               f" ({state.get('outside_link_prefix', '?')} outside the link prefix; {state['how']})")

@@ -26,6 +26,7 @@ from .core import order
 from .core.check import all_items, load_all
 from .core.session import RunRecorder, Session, install_signal_handlers
 from .core.target import load_target
+from .core.together import Plan, batch_key
 from .errors import UsageError
 from .paths import ROOT, new_run_dir, new_run_id
 
@@ -166,8 +167,8 @@ def pytest_collection_modifyitems(session, config, items):
         v6check = spec.params.get("v6check") if spec else None
         return isinstance(v6check, tuple) and bool(v6check[1].params.get("lasting"))
 
-    if _external(config):
-        items[:] = order.for_external_dut(items, _area)  # timed states run out while other areas' parts run
+    if _external(config):  # timed states run out while other areas' parts run; side-by-side parts stay together
+        items[:] = order.for_external_dut(items, _area, lambda i: _unit(i, True))
     items[:] = sorted(items, key=lasting)  # stable: everything else keeps its order
     resume = getattr(getattr(config, "option", None), "v6gate_resume", None)
     if resume:  # a list fixed before the run (every xdist worker collects the same)
@@ -176,6 +177,21 @@ def pytest_collection_modifyitems(session, config, items):
         if len(left) < len(items):
             config.hook.pytest_deselected(items=[i for i in items if _item_key(i) in done])
             items[:] = left
+
+
+def pytest_collection_finish(session):
+    """The run's parts in the order they run (after every selection), for
+    parts of a check that run side by side (core/together.py): only in one
+    process against a DUT the run does not rebuild."""
+    config = session.config
+    if _active(config) and not hasattr(config, "workerinput") and _external(config):
+        config._v6gate_plan = [i.callspec.params["v6check"] for i in session.items if _item_key(i) is not None]
+
+
+def _unit(item, external: bool) -> str | None:
+    spec = getattr(item, "callspec", None)
+    v6check = spec.params.get("v6check") if spec else None
+    return batch_key(v6check[0], external) if isinstance(v6check, tuple) else None
 
 
 def _area(item) -> str | None:
@@ -218,6 +234,9 @@ def v6gate_session(request):
     except UsageError as exc:
         pytest.exit(f"v6gate: {exc}", returncode=4)
     session.setup_s = time.monotonic() - t0
+    plan = getattr(config, "_v6gate_plan", None)
+    if plan:
+        session.plan = Plan(plan, external=True)
     if session.absent:  # a DUT not on the link: one line, nothing judged (core/liveness.py)
         session.close()
         pytest.exit(f"v6gate: {session.absent}", returncode=3)

@@ -71,11 +71,12 @@ ONLY_ROUTER = [
 
 
 def _external(name: str, ids: list[str], *, adapter: str, fault: QueueLoss | None = None, no_router: bool = False,
-              declare: bool = True):
+              declare: bool = True, then: list[str] | None = None):
     """Bring up a lab with a TAP, attach a bounded Linux guest, run ``ids``
     against it through a target file with ``adapter``; returns results.json
-    and the guest's global addresses afterwards.  ``no_router``: the lab's
-    router sends no RAs, the tester is the only router on the link."""
+    (with ``then``: a list of two, ``then`` run right after ``ids`` against
+    the same guest) and the guest's global addresses afterwards.  ``no_router``: the lab's router sends no RAs, the tester is
+    the only router on the link."""
     name = f"{name}{os.getpid() % 10000:04d}"  # two runs on one machine (worktrees, CI) bring up their own lab
     up = v6gate("lab", "up", "--name", name, "--tap", "tap0", "--dut-mac", GUEST_MAC, "--json",
                 *(["--no-router"] if no_router else []), check=True)
@@ -91,14 +92,16 @@ def _external(name: str, ids: list[str], *, adapter: str, fault: QueueLoss | Non
         path = info["target_file"].replace(".yaml", f"-{adapter}.yaml")
         with open(path, "w") as f:
             yaml.safe_dump(target, f)
-        cp = v6gate("run", "--target", path, "-n", "0", "--no-gates", *_args(ids))
-        doc = load_results(run_dir_from(cp.stdout))
+        docs = []
+        for run in [ids, then] if then else [ids]:
+            cp = v6gate("run", "--target", path, "-n", "0", "--no-gates", *_args(run))
+            docs.append(load_results(run_dir_from(cp.stdout)))
         left = guest_globals(guest.guest_ns)
     finally:
         guest.stop()
         v6gate("lab", "down", name, check=True)
     assert not [n for n in registry.our_namespaces() if n.startswith(f"v6g{name}")]
-    return doc, left
+    return (docs if then else docs[0]), left
 
 
 def guest_globals(ns: str) -> list[str]:
@@ -208,6 +211,59 @@ def test_an_address_table_nobody_declared_is_discovered_and_changes_no_verdict()
     assert table["discovered"] is not None and table["parts_needing_discovered_limit"] >= 1, table
     assert not [k for k, v in ext.items() if v["verdict"] in ("FAIL", "ERROR")], \
         {k: v["reason"][:200] for k, v in ext.items() if v["verdict"] in ("FAIL", "ERROR")}
+
+
+def test_a_run_right_after_another_knows_the_addresses_the_first_left():
+    """Two runs one right after the other against the same bounded DUT, its
+    table undeclared, control none: the first (SLAAC parts A and B) leaves
+    two addresses of its fresh prefixes (60 s leases an RA cannot take
+    back), which fill the table.  The second run learns them from the
+    first's DUT state and the DUT's defence of them (core/carryover.py),
+    finds the table full and waits for room, and judges every SLAAC part on
+    its own clause; without them its fresh prefixes formed nothing and all
+    three parts FAILed "no DAD Neighbor Solicitation" (the first run's
+    state, 2026-11-27, before core/carryover.py)."""
+    docs, left = _external("parb", [f"{FILLING}#A", f"{FILLING}#B"], adapter="none", declare=False,
+                           then=[FILLING])
+    first, second = (_by_key(d) for d in docs)
+    before = docs[1]["run"].get("dut_state_before")
+    waited = {k: v["measurements"].get("address_room_wait_s") for k, v in second.items()}
+    print(f"second run: found {before}; waited for room {waited}; left on the DUT {left}; verdicts "
+          f"{ {k: v['verdict'] for k, v in second.items()} }; first run {[v['verdict'] for v in first.values()]}")
+    assert all(v["verdict"] == "PASS" for v in first.values()), {k: v["reason"][:200] for k, v in first.items()}
+    assert before and before[0]["carried"], f"the second run learned nothing of the first's addresses: {before}"
+    assert len(before[0]["carried"]) == 2 and all(c["addresses"] for c in before[0]["carried"]), before
+    assert all(v["verdict"] == "PASS" for v in second.values()), {k: v["reason"][:300] for k, v in second.items()}
+    assert any(waited.values()), "the second run never waited for room: the test no longer exercises the carry-over"
+
+
+#: Neighbor Cache checks whose parts run side by side on an external DUT (core/together.py): one of REACHABLE entries
+#: (18 parts, 5 batches) and one of STALE entries (4 parts, one batch: the short ReachableTime shared, restored once)
+SIDE_BY_SIDE = ["nd.na_updates_reachable_entry", "nd.ns_updates_stale_entry"]
+
+
+def test_parts_side_by_side_are_each_judged_on_their_own_neighbour():
+    """On a DUT the run does not rebuild, the parts of the Neighbor Cache
+    state checks run up to 4 at a time, each with a TN1 of its own, in one
+    capture: every part PASSes on its own clause as on the managed lab (where
+    they run one at a time and PASS), says which parts ran beside it, and
+    its timeline names its own neighbour."""
+    doc, left = _external("pss", SIDE_BY_SIDE, adapter="none", no_router=True)
+    ext = _by_key(doc)
+    assert len(ext) == 22, sorted(ext)
+    pcaps = {v["evidence"]["pcap"] for v in ext.values()}
+    beside = {k: v["measurements"].get("ran_beside") for k, v in ext.items()}
+    took = {c: round(sum(v["duration_s"] for k, v in ext.items() if k.startswith(c)), 1) for c in SIDE_BY_SIDE}
+    print(f"side by side: {len(pcaps)} batches for {len(ext)} parts; part time by check {took}; left {left}")
+    assert all(v["verdict"] == "PASS" for v in ext.values()), \
+        {k: v["reason"][:300] for k, v in ext.items() if v["verdict"] != "PASS"}
+    assert len(pcaps) == 6, pcaps  # 18 parts in batches of 4 (5 captures), the 4 STALE parts in one
+    assert all(b and len(b) <= 3 for b in beside.values()), beside  # each ran beside 1-3 others
+    stale = [v for k, v in ext.items() if k.startswith("nd.ns_updates_stale_entry")]
+    assert all("with the neighbours of the parts beside it" in " ".join(v["timeline"]) for v in stale)
+    tn1 = {next(line for line in v["timeline"] if " TN1 is " in line).split(" TN1 is ")[1].split()[0]
+           for v in ext.values()}
+    assert len(tn1) == len(ext), "parts side by side shared a neighbour"
 
 
 def test_with_the_tester_as_the_only_router_the_router_checks_run_and_agree():

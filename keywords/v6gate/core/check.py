@@ -36,6 +36,13 @@ form an address from (it judges other RA fields).  On a DUT whose address
 table is discovered, the checks of the address-forming areas (slaac, rd,
 ...) wait for room before their first probe; such a check does not.  An RA
 of it that would form an address is a harness error (core/room.py).
+
+``concurrent_parts=True``: each part drives a neighbour of its own and
+shares only DUT state that is the same for all of them (the Neighbor Cache
+checks: a fresh TN1 per part, the RA timers of the entry state).  On a DUT
+the run does not rebuild, its consecutive parts run side by side in small
+batches (core/together.py); a step whose DUT state the parts share goes
+through the batch (``t.together``).  Needs ``forms_addresses=False``.
 """
 
 from __future__ import annotations
@@ -114,6 +121,7 @@ class Check:
     common_setup: tuple[str, ...] | None = None  # None: the area's (core/setup.py); () a cold start
     any_address: bool = False  # some global address of the DUT will do (see the module docstring)
     forms_addresses: bool | None = None  # False: its RAs form no address (see the module docstring); None: by area
+    concurrent_parts: bool = False  # its parts may run side by side (see the module docstring)
 
     # resolved per part -------------------------------------------------------
     def part(self, letter: str | None) -> Part:
@@ -163,7 +171,7 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
           liveness: str | None = "ns", kind: str = "check", uncontrollable: str | None = None,
           lab_services: Iterable[str] = (), dut_config: str | None = None, id: str | None = None,
           common_setup: Iterable[str] | None = None, any_address: bool = False,
-          forms_addresses: bool | None = None):
+          forms_addresses: bool | None = None, concurrent_parts: bool = False):
     """Register a check.  See the module docstring."""
 
     def register(func: Callable) -> Callable:
@@ -177,6 +185,9 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
         unknown = set(needs) - set(NEEDS)
         if unknown:
             raise ValueError(f"{check_id}: unknown needs {sorted(unknown)}; known: {sorted(NEEDS)}")
+        if concurrent_parts and (forms_addresses is not False or "reset" in needs):
+            raise ValueError(f"{check_id}: concurrent_parts needs forms_addresses=False and no reset (parts that "
+                             "run side by side share the DUT's address table and cannot each reset it)")
         plist = tuple(parts) if parts else (Part(None),)
         letters = [p.letter for p in plist]
         if len(set(letters)) != len(letters):
@@ -186,7 +197,7 @@ def check(*, area: str, title: str, rfc: str, expect: str, ipv6ready: str | None
                   needs=frozenset(needs), liveness=liveness, kind=kind, doc=(func.__doc__ or "").strip(),
                   uncontrollable=uncontrollable, lab_services=frozenset(lab_services), dut_config=dut_config,
                   common_setup=tuple(common_setup) if common_setup is not None else None,
-                  any_address=any_address, forms_addresses=forms_addresses)
+                  any_address=any_address, forms_addresses=forms_addresses, concurrent_parts=concurrent_parts)
         REGISTRY[check_id] = c
         # for callers that hold the function
         func.check = c  # type: ignore[attr-defined]

@@ -97,6 +97,8 @@ class CheckContext:
         #: the part went on with an address the DUT held (scenario/offlink.py): its fresh prefix forming nothing is
         #: no sign of a full table
         self.used_held_address = False
+        #: the batch this part runs in, beside other parts of its check (core/together.py), or None
+        self.together = None
         #: the RetransTimer (s) an RA of this check advertised: it replaces the target's for the rest of the check
         self.nd_advertised_retrans: float | None = None
         self.setup = setup_of(check)

@@ -83,6 +83,8 @@ class Entry:
     #: the stack's (Linux deletes it, lwIP keeps a DADFAILED entry), so room still counts it and a discovered
     #: table's size does not
     duplicate: bool = False
+    #: the DUT's address(es) in it, as its DAD probes named them (an earlier run's state is confirmed by them)
+    addresses: tuple[str, ...] = ()
 
 
 class AddressLedger:
@@ -104,13 +106,21 @@ class AddressLedger:
             return
         kept = old is not None and stored is not None  # the same address, its lifetime restated
         self._entries[prefix] = Entry(prefix, now + left + EXPIRY_GRACE_S, old.owner if kept else owner,
-                                      old.formed if kept else None, old.duplicate if kept else False)
+                                      old.formed if kept else None, old.duplicate if kept else False,
+                                      old.addresses if kept else ())
 
-    def mark_formed(self, prefix: ipaddress.IPv6Network) -> None:
-        """The DUT was seen forming its address in ``prefix`` (its DAD probe)."""
+    def mark_formed(self, prefix: ipaddress.IPv6Network, addresses=()) -> None:
+        """The DUT was seen forming its address(es) in ``prefix`` (its DAD probe)."""
         e = self._entries.get(prefix)
         if e is not None:
             e.formed = True
+            e.addresses = tuple(sorted({*e.addresses, *addresses}))
+
+    def inherit(self, prefix: ipaddress.IPv6Network, expires: float, owner: str, addresses=()) -> None:
+        """An address an earlier run made the DUT form, that it still holds
+        (core/carryover.py): it takes room until ``expires`` like the run's own."""
+        if prefix not in self._entries:
+            self._entries[prefix] = Entry(prefix, expires, owner, True, False, tuple(addresses))
 
     def mark_duplicate(self, prefix: ipaddress.IPv6Network) -> None:
         """The DUT found its address in ``prefix`` a duplicate and did not assign it."""

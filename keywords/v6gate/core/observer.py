@@ -8,8 +8,8 @@ Two judgements rest on it:
   without probing it either performs no DAD (one root cause, judged by the
   DAD check: the DAD-validation parts are NOT_JUDGED ``dad``), or it probes
   some addresses and not this one (its own FAIL).  The run has seen it probe
-  (its link-local address when it started, any address of an earlier part)
-  or not.
+  (its link-local address when it started, any address of an earlier part,
+  or of an earlier run that it still defends, core/carryover.py) or not.
 * **Which addresses did the run make it form?**  The discovered address
   table (core/room.py) counts them.
 
@@ -50,6 +50,13 @@ class DutObserver:
             self._probes.append(probe)
             if len(self._probes) > 4096:
                 del self._probes[:1024]
+
+    def earlier(self, address: str, at: float) -> None:
+        """The DUT probed ``address`` in an earlier run and still defends it
+        (core/carryover.py): the same boot, which performs DAD; recorded as a
+        probe at port time ``at``."""
+        with self._lock:
+            self._probes.insert(0, Probe(at, address))
 
     def reset(self, at: float) -> None:
         """The DUT was rebuilt or reset at port time ``at``."""

@@ -9,7 +9,8 @@ the querier's short timers), which only MLD checks wait out.  Run back to
 back, the MLD parts each waited those 13 s; spread evenly among the other
 areas' parts, the timer runs out while those run.  Each group keeps its own
 order, so no part sees another part's state it would not have seen anyway
-(other areas' checks do not judge the DUT's MLD Reports).
+(other areas' checks do not judge the DUT's MLD Reports).  Parts of a check
+that run side by side (core/together.py) stay next to each other.
 
 SLAAC and router-discovery parts make the DUT form addresses from fresh
 prefixes, which it keeps until their valid lifetime runs out (an RA cannot
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TypeVar
+
+from .together import units
 
 T = TypeVar("T")
 
@@ -49,9 +52,12 @@ def spread(items: Sequence[T], area_of: Callable[[T], str | None], area: str) ->
     return out + rest[j:]
 
 
-def for_external_dut(items: Sequence[T], area_of: Callable[[T], str | None]) -> list[T]:
-    """The order of ``items`` against a DUT the run does not rebuild."""
-    out = list(items)
+def for_external_dut(items: Sequence[T], area_of: Callable[[T], str | None],
+                     unit_of: Callable[[T], str | None] = lambda _: None) -> list[T]:
+    """The order of ``items`` against a DUT the run does not rebuild.  Items
+    of one unit (``unit_of``: parts of a check that run side by side,
+    core/together.py) stay next to each other: the spread goes between units."""
+    out = units(list(items), unit_of)
     for area in SPREAD:
-        out = spread(out, area_of, area)
-    return out
+        out = spread(out, lambda u: area_of(u[0]), area)
+    return [i for u in out for i in u]

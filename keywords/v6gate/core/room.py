@@ -242,8 +242,9 @@ class AddressTable:
         probes = observer.did_dad() is not None
         unformed = []
         for f in ctx.fresh:
-            if observer.probed_in(f.prefix, f.sent):
-                ledger.mark_formed(f.prefix)
+            probed = observer.probed_in(f.prefix, f.sent)
+            if probed:
+                ledger.mark_formed(f.prefix, probed)
                 self.formed += 1
             elif probes:
                 ledger.forget(f.prefix)

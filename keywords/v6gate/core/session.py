@@ -25,6 +25,7 @@ from ..net import packets as P
 from ..net.capture import Capture, pcap_path_for
 from ..net.port import Port
 from ..paths import shown
+from . import carryover
 from .check import NEEDS, Check, Part
 from .context import CheckContext, NotApplicable
 from .control import NotSupported, VmConsoleControl, control_for
@@ -36,6 +37,7 @@ from .pace import Pace
 from .room import ADDRESS_ROOM, AddressTable
 from .setup import JUDGED_BY
 from .target import Target, load_target
+from .together import Plan, run_batch
 from .verdict import NOT_RUN, Deviation, NotJudged, Outcome, Result, Verdict, reason_for, result_key
 
 LAB_TARGET = "fixtures/targets/lab.yaml"
@@ -132,6 +134,11 @@ class Session:
         #: the bench could not go on (the tester interface deleted or set down, the run directory full or
         #: read-only): the part it happened in is ERROR, every later part ERROR at once, not run
         self.bench_lost: str | None = None
+        #: the run's parts in order, where parts of a check may run side by side (core/together.py; the pytest
+        #: front-end gives it for a DUT the run does not rebuild)
+        self.plan: Plan | None = None
+        #: the addresses an earlier run left on the DUT that it still held when this run began (core/carryover.py)
+        self.carried: dict | None = None
 
     # -- construction helpers ---------------------------------------------------------
     @classmethod
@@ -186,6 +193,8 @@ class Session:
             self.absent = presence(self.port, t, None if self.open_error else ll)
             if not self.absent and not self.open_error and self.pace is not None:
                 self.pace.calibrate(self.port, t.dut_mac, ll)
+            if not self.absent and not self.open_error:
+                self.carried = carryover.carry_over(self)  # what an earlier run left on it (core/carryover.py)
         return self
 
     def dut_state(self) -> dict:
@@ -221,6 +230,8 @@ class Session:
         if self.port and (self.lab is None or self.lab.external_dut):
             with contextlib.suppress(Exception):
                 self.dut_state_after = self.dut_state()
+            if self.liveness is not None and not self.absent and not self.open_error:
+                carryover.save(self)  # for the next run against this DUT
         if self.capture:
             with contextlib.suppress(Exception):
                 self.capture.stop()
@@ -508,13 +519,28 @@ class Session:
         if fault and self.dut_fault:
             raise UsageError(f"the lab DUT carries fault {self.dut_fault} for the whole run (target lab.fault): "
                              "prove checks on a healthy lab target")
+        ready = self.plan.take(c, part) if self.plan is not None and not fault else None
+        if ready is None and self.plan is not None and not fault:
+            batch = self.plan.batch(self, c, part)
+            if len(batch) > 1:  # its check's next parts run beside it (core/together.py)
+                pcap = pcap_path_for(self.run_dir, c.id, "".join(p.letter or "" for p in batch), c.ipv6ready_of(part))
+                done = run_batch(self, c, batch, pcap)
+                for p in batch[1:]:
+                    self.plan.keep(c, p, done[p.letter])
+                ready = done[part.letter]
+        if ready is not None:
+            outcome, ctx, evidence, started, duration = ready
+            return self._record(self._result(c, part, outcome, ctx, expected, evidence, started, duration, fault,
+                                             setup or "as-is"))
         outcome, ctx, evidence = self._attempt(c, part, fault, pcap)
         if ctx is not None and self.liveness is not None and not self.bench_lost:  # (a lost bench asks nothing more)
             unformed = self.table.settle(ctx)  # which of its fresh prefixes the DUT formed an address in
             if self.table_discovery:
                 outcome, ctx, evidence = self._retry_if_full(c, part, fault, pcap, outcome, ctx, evidence, unformed)
-        result = self._result(c, part, outcome, ctx, expected, evidence, started, time.monotonic() - t0,
-                              fault, setup or ("fault:" + fault if fault else "as-is"))
+        return self._record(self._result(c, part, outcome, ctx, expected, evidence, started, time.monotonic() - t0,
+                                         fault, setup or ("fault:" + fault if fault else "as-is")))
+
+    def _record(self, result: Result) -> Result:
         if self.recorder:
             self.recorder.write(result)
         return result
@@ -568,6 +594,35 @@ class Session:
         evidence2["pcap_first_attempt"] = evidence.get("pcap")
         return outcome2, ctx2, evidence2
 
+    def link_prefix_for(self, c: Check) -> None:
+        """On a DUT the run does not rebuild: the tester's link prefix as the
+        check's Common Test Setup has it."""
+        if not self.lab and "exclusive_router" in c.needs:
+            self.dut.withdraw_link_prefix()  # a reset DUT would not have the tester's link prefix either
+        elif not self.lab:
+            self.dut.restore_link_prefix()  # (the tester gave it: the only router, Common Test Setup)
+
+    def blocked(self, c: Check, part: Part) -> Outcome | None:
+        """The part's outcome when it is not to be run at all: not applicable,
+        the bench lost, the DUT absent or dead, the session not open."""
+        why_skip = self.applicability(c, part)
+        gone = self.liveness.before_part() if self.liveness is not None else None
+        if not why_skip and self.bench_lost is None:
+            before = self._lost_now()
+            if before:
+                self.bench_lost = f"{before} before {result_key(c.id, part.letter)}"
+        if why_skip:
+            return Outcome(Verdict.SKIP, why_skip)
+        if self.bench_lost:
+            return Outcome(Verdict.ERROR, f"bench error: {self.bench_lost}{NOT_RUN}")
+        if self.absent:
+            return Outcome(Verdict.ERROR, f"bench error: {self.absent}")
+        if gone is not None:
+            return gone  # the DUT stopped answering earlier in the run and did not come back
+        if self.open_error:
+            return Outcome(Verdict.ERROR, self.open_error)
+        return None
+
     def _attempt(self, c: Check, part: Part, fault: str | None, pcap, attempt: int = 1):
         """One run of the part: (outcome, the check's context or None, evidence)."""
         ctx: CheckContext | None = None
@@ -575,25 +630,12 @@ class Session:
         outcome: Outcome
         bench_broke: str | None = None
         counters: dict | None = None
-        why_skip = self.applicability(c, part)
         interrupted = False
         mechanism = fault or self.dut_fault
-        gone = self.liveness.before_part() if self.liveness is not None else None
         lost: str | None = None
-        if not why_skip and self.bench_lost is None:
-            before = self._lost_now()
-            if before:
-                self.bench_lost = f"{before} before {result_key(c.id, part.letter)}"
-        if why_skip:
-            outcome = Outcome(Verdict.SKIP, why_skip)
-        elif self.bench_lost:
-            outcome = Outcome(Verdict.ERROR, f"bench error: {self.bench_lost}{NOT_RUN}")
-        elif self.absent:
-            outcome = Outcome(Verdict.ERROR, f"bench error: {self.absent}")
-        elif gone is not None:
-            outcome = gone  # the DUT stopped answering earlier in the run and did not come back
-        elif self.open_error:
-            outcome = Outcome(Verdict.ERROR, self.open_error)
+        blocked = self.blocked(c, part)
+        if blocked is not None:
+            outcome = blocked
         else:
             try:
                 if self.lab:
@@ -602,10 +644,7 @@ class Session:
                 elif "reset" in c.needs:
                     self.control.reset()
                     self._was_reset()
-                if not self.lab and "exclusive_router" in c.needs:
-                    self.dut.withdraw_link_prefix()  # a reset DUT would not have the tester's link prefix either
-                elif not self.lab:
-                    self.dut.restore_link_prefix()  # (the tester gave it: the only router, Common Test Setup)
+                self.link_prefix_for(c)
                 counters = {**self._bench_counters(), "capture": (0, None)}  # a broken capture stays broken
                 self.capture.begin(pcap)
                 evidence["pcap"] = shown(pcap)
@@ -620,26 +659,12 @@ class Session:
                     ctx.make_room_first()
                 if c.liveness:
                     self._require_reachable(ctx)
-                outcome = c.func(ctx)
-                if not isinstance(outcome, Outcome):
-                    raise TypeError(f"check {c.id} returned {type(outcome).__name__}, not an Outcome")
-            except (NotApplicable, NotSupported) as exc:
-                outcome = Outcome(Verdict.SKIP, str(exc))
-            except NotJudged as exc:
-                outcome = exc.outcome()
-            except Deviation as exc:
-                outcome = _deviated(ctx, exc)
-            except BenchError as exc:
-                outcome = Outcome(Verdict.ERROR, f"bench error: {exc}")
+                outcome = judged(c, ctx)
             except KeyboardInterrupt:
                 interrupted = True
                 raise
-            except V6GateError as exc:
-                outcome = Outcome(Verdict.ERROR, f"bench error: {exc}")
             except Exception as exc:
-                tb = traceback.extract_tb(exc.__traceback__)[-1]
-                outcome = Outcome(Verdict.ERROR, f"harness error (a bug in v6gate, not the DUT): "
-                                                 f"{type(exc).__name__}: {exc} at {Path(tb.filename).name}:{tb.lineno}")
+                outcome = outcome_of(exc, ctx)
             finally:
                 if self.capture:
                     self.capture.end()
@@ -688,6 +713,30 @@ class Session:
             cleanup_errors=list(ctx.cleanup_errors) if ctx else [], fail_side_proven_against=_simulated(c, part),
             problems=list(outcome.problems), dut_sent=list(outcome.dut_sent), precondition=outcome.precondition,
         )
+
+
+def judged(c: Check, ctx: CheckContext) -> Outcome:
+    """The check's own verdict on the part ``ctx`` runs."""
+    outcome = c.func(ctx)
+    if not isinstance(outcome, Outcome):
+        raise TypeError(f"check {c.id} returned {type(outcome).__name__}, not an Outcome")
+    return outcome
+
+
+def outcome_of(exc: Exception, ctx: CheckContext | None) -> Outcome:
+    """The part's outcome when ``exc`` ended it (``ctx``: the check's
+    context, None when the bench raised before the check began)."""
+    if isinstance(exc, NotApplicable | NotSupported):
+        return Outcome(Verdict.SKIP, str(exc))
+    if isinstance(exc, NotJudged):
+        return exc.outcome()
+    if isinstance(exc, Deviation):
+        return _deviated(ctx, exc)
+    if isinstance(exc, BenchError | V6GateError):
+        return Outcome(Verdict.ERROR, f"bench error: {exc}")
+    tb = traceback.extract_tb(exc.__traceback__)[-1]
+    return Outcome(Verdict.ERROR, f"harness error (a bug in v6gate, not the DUT): "
+                                  f"{type(exc).__name__}: {exc} at {Path(tb.filename).name}:{tb.lineno}")
 
 
 def _deviated(ctx: CheckContext | None, exc: Deviation) -> Outcome:

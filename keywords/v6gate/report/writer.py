@@ -35,6 +35,8 @@ def write_session_info(run_dir: Path, session, closing: bool = False) -> None:
     table = getattr(session, "table", None)
     if closing and table is not None and table.summary():
         info["dut_table"] = table.summary()  # the DUT's address table, declared or discovered (core/room.py)
+    if getattr(session, "carried", None):
+        info["dut_state_before"] = session.carried  # what an earlier run left on the DUT (core/carryover.py)
     pace = getattr(session, "pace", None)
     if closing and pace is not None:
         info["pace"] = pace.summary()  # the reply and silence windows derived from the DUT's answers (core/pace.py)
@@ -112,7 +114,7 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
     left = [i["dut_state_after"] for i in infos if i.get("dut_state_after")]
     if left:
         meta["dut_state_after"] = left
-    for key in ("dut_table", "pace"):
+    for key in ("dut_table", "pace", "dut_state_before"):
         found = [i[key] for i in infos if i.get(key)]
         if found:
             meta[key] = found

@@ -330,19 +330,33 @@ def stale(nb: Neighbour) -> None:
     a later part of the same check takes one (unused since, so still STALE)
     instead of ageing its own (``_adopt_aged``)."""
     t = nb.t
-    if _adopt_aged(nb):
+    batch = getattr(t, "together", None)  # (core/together.py)
+    if batch is None and _adopt_aged(nb):
         return
     timing = NudTiming.of(t)
     short = timing.short_reachable_ms
-    set_nd_timers(t, reachable_ms=short)
-    confirmed = reachable(nb).time
-    extras = _age_with(nb)
-    last = max([confirmed, *(c for _, c in extras)])
+    if batch is None:
+        set_nd_timers(t, reachable_ms=short)
+        confirmed = reachable(nb).time
+        extras = _age_with(nb)
+        last = max([confirmed, *(c for _, c in extras)])
+    else:  # the parts beside it age theirs under the same short ReachableTime (core/together.py)
+        extras = []
+        batch.once("nd:short-reachable", lambda: set_nd_timers(t, reachable_ms=short))
+        confirmed = reachable(nb).time
+        last = batch.meet("nd:confirmed", t.part, confirmed)
     wait = timing.ageing(short)
     t.note(f"waiting {wait:.2f} s for {nb.name}'s entry to age to STALE (ReachableTime {short} ms)"
-           + (f", with {len(extras)} more neighbour(s) for the check's next parts" if extras else ""))
+           + (f", with {len(extras)} more neighbour(s) for the check's next parts" if extras else "")
+           + (f", with the neighbours of the parts beside it (the last confirmed {last - confirmed:.2f} s later)"
+              if batch is not None else ""))
     probes = t.collect(nb.is_ns_for_me, max(0.0, last + wait - t.port.now()), since=confirmed)
-    set_nd_timers(t, reachable_ms=REACHABLE_TIME_MS)
+    if batch is None:
+        set_nd_timers(t, reachable_ms=REACHABLE_TIME_MS)
+    else:  # restored once every part's entry has aged
+        batch.meet("nd:aged", t.part, t.port.now())
+        batch.once("nd:reachable-restored", lambda: set_nd_timers(t, reachable_ms=REACHABLE_TIME_MS))
+        t.note(f"ReachableTime {REACHABLE_TIME_MS} ms again (one RA for the batch, once every part's entry aged)")
     if probes:
         raise Deviation(f"setup: the DUT sent {probes[0].summary()} for {nb.addr} {probes[0].time - confirmed:.2f} s "
                         "after its entry was confirmed, with no traffic to it: the entry should have aged to STALE "

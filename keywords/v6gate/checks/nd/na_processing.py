@@ -107,6 +107,8 @@ def _na_in_state(t: CheckContext, state: str):
     rfc="RFC 4861 §7.2.5, §7.3.3",
     needs=["exclusive_router"],
     dut_config="nud-fast",
+    forms_addresses=False,
+    concurrent_parts=True,  # each part a TN1 of its own; they share only the state's RA timers
     liveness="ns",
     expect="the entry is updated as RFC 4861 §7.2.5 requires for a REACHABLE entry",
     parts=_na_parts("reachable"),
@@ -128,6 +130,8 @@ def na_updates_reachable_entry(t: CheckContext):
     rfc="RFC 4861 §7.2.5, §7.3.3",
     needs=["exclusive_router"],
     dut_config="nud-fast",
+    forms_addresses=False,
+    concurrent_parts=True,  # each part a TN1 of its own; they share only the state's RA timers
     liveness="ns",
     expect="the entry is updated as RFC 4861 §7.2.5 requires for a STALE entry",
     parts=_na_parts("stale"),
@@ -147,6 +151,8 @@ def na_updates_stale_entry(t: CheckContext):
     rfc="RFC 4861 §7.2.5, §7.3.3",
     needs=["exclusive_router"],
     dut_config="nud-fast",
+    forms_addresses=False,
+    concurrent_parts=True,  # each part a TN1 of its own; they share only the state's RA timers
     liveness="ns",
     expect="the entry is updated as RFC 4861 §7.2.5 requires for an entry in PROBE",
     parts=_na_parts("probe"),

@@ -80,6 +80,8 @@ def _ns_in_state(t: CheckContext, state: str):
     title="Neighbor Solicitation Processing, NCE State INCOMPLETE",
     rfc="RFC 4861 §7.2.3, §7.2.4",
     dut_config="nud-fast",
+    forms_addresses=False,
+    concurrent_parts=True,  # each part a TN1 of its own; they share only the state's RA timers
     liveness="echo",
     expect="the NS's SLLA completes the pending resolution: the entry becomes STALE with it, the queued Echo Reply "
            "and a solicited NA go to TN1, and a unicast NS probe follows after DELAY_FIRST_PROBE_TIME",
@@ -127,6 +129,8 @@ def ns_completes_pending_resolution(t: CheckContext):
     rfc="RFC 4861 §7.2.3, §7.2.4",
     needs=["exclusive_router"],
     dut_config="nud-fast",
+    forms_addresses=False,
+    concurrent_parts=True,  # each part a TN1 of its own; they share only the state's RA timers
     liveness="echo",
     expect="the solicitor's REACHABLE entry is updated as RFC 4861 §7.2.3 requires",
     parts=_ns_parts("reachable", {"same": "impostor_ns_makes_reachable_entry_stale",
@@ -147,6 +151,8 @@ def ns_updates_reachable_entry(t: CheckContext):
     rfc="RFC 4861 §7.2.3, §7.2.4, §7.3.3",
     needs=["exclusive_router"],
     dut_config="nud-fast",
+    forms_addresses=False,
+    concurrent_parts=True,  # each part a TN1 of its own; they share only the state's RA timers
     liveness="echo",
     expect="the solicitor's STALE entry is updated as RFC 4861 §7.2.3 requires",
     parts=_ns_parts("stale", {"same": "impostor_ns_confirms_stale_entry", "diff": "dut_drops_neighbor_solicitation"}),
@@ -165,6 +171,8 @@ def ns_updates_stale_entry(t: CheckContext):
     rfc="RFC 4861 §7.2.3, §7.2.4, §7.3.3",
     needs=["exclusive_router"],
     dut_config="nud-fast",
+    forms_addresses=False,
+    concurrent_parts=True,  # each part a TN1 of its own; they share only the state's RA timers
     liveness="echo",
     expect="the solicitor's entry in PROBE is updated as RFC 4861 §7.2.3 requires",
     parts=_ns_parts("probe", {"same": "impostor_ns_confirms_probe_entry", "diff": "dut_drops_neighbor_solicitation"}),

@@ -1,0 +1,166 @@
+"""Parts of a check side by side on an external DUT (core/together.py):
+units, the plan's batches, the batch's shared steps (pure logic; the
+packets are proven by the external nd runs, see docs/nd.md)."""
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from v6gate.core import together
+from v6gate.core.check import Check, Part, check
+from v6gate.core.order import for_external_dut
+from v6gate.core.together import BATCH, Batch, Plan, units
+from v6gate.core.verdict import Outcome, Verdict
+
+
+def _check(cid, n, concurrent=True):
+    return Check(id=cid, area=cid.split(".")[0], title=cid, rfc="RFC 4861", expect="x", func=lambda t: None,
+                 parts=tuple(Part(chr(65 + i)) for i in range(n)), concurrent_parts=concurrent)
+
+
+def test_units_are_consecutive_parts_of_one_check_at_most_a_batch_each():
+    items = ["a1", "a2", "b1", "a3", "c1", "c2"] + [f"d{i}" for i in range(BATCH + 2)]
+    key = {"a": "A", "b": None, "c": None, "d": "D"}
+    got = units(items, lambda i: key[i[0]])
+    assert got[:5] == [["a1", "a2"], ["b1"], ["a3"], ["c1"], ["c2"]]  # None: each on its own; a3 is not next to a2
+    assert [len(u) for u in got[5:]] == [BATCH, 2]
+
+
+def test_the_spread_goes_between_units_so_a_batch_stays_together():
+    nd = _check("nd.na_updates_stale_entry", BATCH + 2)
+    mld = _check("mld.x", 2, concurrent=False)
+    items = [(nd, p) for p in nd.parts] + [(mld, p) for p in mld.parts]
+    out = for_external_dut(items, lambda i: i[0].area, lambda i: together.batch_key(i[0], True))
+    assert "".join(p.letter for _, p in out) == "ABCDAEFB"  # nd A-D, mld A, nd E-F, mld B
+    # without units the MLD parts go between the nd parts
+    out = for_external_dut(items, lambda i: i[0].area)
+    assert "".join(p.letter for _, p in out) == "ABCADEFB"
+
+
+def test_a_lab_run_has_no_units():
+    nd = _check("nd.na_updates_stale_entry", 3)
+    assert together.batch_key(nd, external=False) is None
+    assert together.batch_key(_check("nd.other", 3, concurrent=False), external=True) is None
+
+
+class _Session:
+    def __init__(self, blocked=()):
+        self._blocked = set(blocked)
+
+    def blocked(self, c, part):
+        return Outcome(Verdict.SKIP, "not applicable") if part.letter in self._blocked else None
+
+
+def test_the_plan_gives_the_first_part_its_batch_and_later_parts_their_kept_result():
+    nd, other = _check("nd.na_updates_stale_entry", BATCH + 1), _check("ipv6.x", 1, concurrent=False)
+    plan = Plan([(nd, p) for p in nd.parts] + [(other, other.parts[0])], external=True)
+    session = _Session()
+    first = plan.batch(session, nd, nd.parts[0])
+    assert [p.letter for p in first] == list("ABCDEFG"[:BATCH])
+    for p in first[1:]:
+        plan.keep(nd, p, ("result", p.letter))
+    assert plan.take(nd, nd.parts[1]) == ("result", "B")
+    assert plan.take(nd, nd.parts[1]) is None  # recorded once
+    assert plan.batch(session, nd, nd.parts[1]) == [nd.parts[1]]  # no second batch for a part that ran
+    assert plan.batch(session, nd, nd.parts[BATCH]) == [nd.parts[BATCH]]  # the 7th: a unit of one
+    assert plan.batch(session, other, other.parts[0]) == [other.parts[0]]
+
+
+def test_a_part_that_is_not_to_run_stays_out_of_the_batch_and_runs_on_its_own_turn():
+    nd = _check("nd.na_updates_stale_entry", 4)
+    plan = Plan([(nd, p) for p in nd.parts], external=True)
+    first = plan.batch(_Session(blocked={"C"}), nd, nd.parts[0])
+    assert [p.letter for p in first] == ["A", "B", "D"]
+    assert plan.batch(_Session(blocked={"C"}), nd, nd.parts[2]) == [nd.parts[2]]
+
+
+def test_a_plan_against_the_lab_runs_every_part_alone():
+    nd = _check("nd.na_updates_stale_entry", 4)
+    plan = Plan([(nd, p) for p in nd.parts], external=False)
+    assert plan.batch(_Session(), nd, nd.parts[0]) == [nd.parts[0]]
+
+
+def test_a_shared_step_runs_once_and_the_others_wait_for_it():
+    batch, ran = Batch(["A", "B", "C"]), []
+
+    def step():
+        time.sleep(0.05)
+        ran.append(1)
+
+    after = []
+
+    def part(letter):
+        batch.once("short", step)
+        after.append(len(ran))
+
+    threads = [threading.Thread(target=part, args=(x,)) for x in "ABC"]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert ran == [1] and after == [1, 1, 1]  # nobody went on before the step was done
+
+
+def test_a_meeting_gives_the_last_value_and_does_not_wait_for_a_part_that_ended():
+    batch, got = Batch(["A", "B", "C"]), {}
+
+    def part(letter, value, leave_first):
+        if leave_first:
+            batch.leave(letter)  # e.g. its setup raised: the others must not wait for it
+            return
+        got[letter] = batch.meet("confirmed", letter, value)
+        batch.leave(letter)
+
+    threads = [threading.Thread(target=part, args=a) for a in (("A", 1.0, False), ("B", 3.0, False),
+                                                                ("C", 9.0, True))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(5)
+    assert got == {"A": 3.0, "B": 3.0}
+
+
+def test_a_meeting_that_never_completes_is_a_bench_error_not_a_hang(monkeypatch):
+    from v6gate.errors import BenchError
+
+    monkeypatch.setattr(together, "MEET_TIMEOUT_S", 0.1)
+    batch = Batch(["A", "B"])
+    with pytest.raises(BenchError, match=r"did not reach step 'aged'.*parts B"):
+        batch.meet("aged", "A", 1.0)
+
+
+def test_concurrent_parts_need_a_check_that_forms_no_address():
+    with pytest.raises(ValueError, match="concurrent_parts needs forms_addresses=False"):
+        check(area="nd", title="t", rfc="RFC 4861", expect="x", concurrent_parts=True, id="nd.t_bad")(lambda t: None)
+
+
+def test_the_nd_state_checks_run_side_by_side_and_form_no_address():
+    from v6gate.core.check import REGISTRY, load_all
+
+    load_all()
+    side = sorted(c.id for c in REGISTRY.values() if c.concurrent_parts)
+    assert side == ["nd.na_updates_probe_entry", "nd.na_updates_reachable_entry", "nd.na_updates_stale_entry",
+                    "nd.ns_completes_pending_resolution", "nd.ns_updates_probe_entry",
+                    "nd.ns_updates_reachable_entry", "nd.ns_updates_stale_entry"]
+    assert all(REGISTRY[i].forms_addresses is False for i in side)
+
+
+def test_one_silence_after_a_batch_is_one_fail_and_the_rest_not_judged():
+    from v6gate.core.together import _liveness_after
+
+    fail = Outcome(Verdict.FAIL, "the DUT stopped answering", problems=["the DUT stopped answering after NA"])
+
+    class Live:
+        def after_part(self, ctx, key, outcome):
+            return fail
+
+    nd = _check("nd.na_updates_stale_entry", 3)
+    out = {"A": [Outcome(Verdict.PASS, "ok")], "B": [Outcome(Verdict.PASS, "ok")],
+           "C": [Outcome(Verdict.FAIL, "no Echo Reply")]}
+    _liveness_after(SimpleNamespace(liveness=Live()), nd, list(nd.parts), object(), out)
+    assert out["A"][0] is fail
+    assert out["B"][0].verdict == Verdict.PASS  # judged before the silence: kept
+    assert out["C"][0].verdict == Verdict.NOT_JUDGED
+    assert out["C"][0].precondition["judged_by"] == "nd.na_updates_stale_entry#A"
