@@ -71,6 +71,8 @@ def test_a_duplicate_the_dut_gave_up_is_not_written(state):
                                            "gone_at": 1e12}]}).encode(), "not a prefix, its addresses and a time"),
     (json.dumps({"version": 1, "leases": [{"prefix": "2001:db8:a::/64", "addresses": ["2001:db8:a::1"],
                                            "gone_at": True}]}).encode(), "not a prefix, its addresses and a time"),
+    (b'{"version": 1, "leases": [{"prefix": "2001:db8:a::/64", "addresses": ["2001:db8:a::1"], '
+     b'"gone_at": Infinity}]}', "not a prefix, its addresses and a time"),
     (json.dumps({"version": 1, "leases": [{"prefix": "x"}] * (carryover.MAX_LEASES + 1)}).encode(),
      "is not a v6gate DUT state"),
 ])

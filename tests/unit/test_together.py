@@ -76,6 +76,13 @@ def test_a_part_that_is_not_to_run_stays_out_of_the_batch_and_runs_on_its_own_tu
     assert plan.batch(_Session(blocked={"C"}), nd, nd.parts[2]) == [nd.parts[2]]
 
 
+def test_a_first_part_that_is_not_to_run_takes_no_others_with_it():
+    nd = _check("nd.na_updates_stale_entry", 4)
+    plan = Plan([(nd, p) for p in nd.parts], external=True)
+    assert plan.batch(_Session(blocked={"A"}), nd, nd.parts[0]) == [nd.parts[0]]  # it SKIPs (or is not run) alone
+    assert [p.letter for p in plan.batch(_Session(), nd, nd.parts[1])] == ["B", "C", "D"]  # the rest still together
+
+
 def test_a_plan_against_the_lab_runs_every_part_alone():
     nd = _check("nd.na_updates_stale_entry", 4)
     plan = Plan([(nd, p) for p in nd.parts], external=False)

@@ -105,7 +105,7 @@ def leases_in(path: Path, now: float) -> tuple[str | None, list[tuple[ipaddress.
             net = ipaddress.IPv6Network(lease["prefix"])
             addrs = [str(ipaddress.IPv6Address(a)) for a in lease["addresses"]][:4]
             gone = lease["gone_at"]
-            if isinstance(gone, bool) or not isinstance(gone, int | float) or not addrs \
+            if isinstance(gone, bool) or not isinstance(gone, int | float) or not math.isfinite(gone) or not addrs \
                     or not all(ipaddress.IPv6Address(a) in net for a in addrs):
                 raise ValueError
         except (KeyError, TypeError, ValueError):

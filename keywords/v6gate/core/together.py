@@ -122,9 +122,10 @@ class Plan:
 
     def batch(self, session, c, part) -> list:
         """``part`` and the parts of its unit that have not run and are to be
-        run now (on a DUT that is healthy); just ``[part]`` otherwise."""
+        run now (on a DUT that is healthy); just ``[part]`` otherwise (also
+        when ``part`` itself is not to be run: it says why on its own)."""
         unit = self._unit_of.pop(result_key(c.id, part.letter), None)
-        if not unit:
+        if not unit or session.blocked(c, part) is not None:
             return [part]
         out = [part]
         for p in unit:
