@@ -228,3 +228,64 @@ def test_aged_neighbours_are_not_kept_too_long_nor_on_a_dut_the_run_rebuilds(mon
     nb = nce.Neighbour(late, EmulatedNode.fresh("TN1", "2001:db8:1::/64"))
     nce.stale(nb)
     assert nb.mac not in confirmed[2:5] and "waiting" in late.notes[0]  # too old to be sure: aged its own
+
+
+def test_a_router_neighbour_takes_routers_aged_with_an_earlier_parts_own_and_a_host_never_does(monkeypatch):
+    """The Redirect checks' TR2 is a router: the extras aged with it are routers, made REACHABLE by the same
+    packets (``reachable``), and only a later part's router neighbour of the same name takes one."""
+    confirmed = _stale_bench(monkeypatch)
+    kinds = []
+    real_fresh = EmulatedNode.fresh
+
+    def fresh(name, prefix=None, *, router=False):
+        kinds.append((name, router))
+        return real_fresh(name, prefix, router=router)
+    monkeypatch.setattr(EmulatedNode, "fresh", staticmethod(fresh))
+    session, clock = _Session(), {"now": 100.0}
+    a = _StaleT(session, "A", clock)
+    nce.stale(nce.Neighbour(a, EmulatedNode.fresh("TR2", "2001:db8:1::/64", router=True)))
+    assert len(confirmed) == 1 + nce.STALE_POOL
+    assert kinds[1:] == [("TR2'1", True), ("TR2'2", True)]  # the extras: routers, as TR2 is
+    clock["now"] += 6.0
+    host = nce.Neighbour(_StaleT(session, "B", clock), EmulatedNode.fresh("TR2", "2001:db8:1::/64"))
+    nce.stale(host)  # a host of the same name is not what the aged routers were: it ages its own
+    assert host.mac not in confirmed[1:3] and host.mac == confirmed[3]
+    clock["now"] += 6.0
+    b = _StaleT(session, "C", clock)
+    router = nce.Neighbour(b, EmulatedNode.fresh("TR2", "2001:db8:1::/64", router=True))
+    nce.stale(router)
+    assert router.mac == confirmed[1] and router.node.is_router and router.addr == router.node.link_local
+    assert "aged to STALE with an earlier part" in b.notes[0]
+
+
+def test_a_router_neighbour_on_its_global_address_is_never_pooled(monkeypatch):
+    confirmed = _stale_bench(monkeypatch)
+    node = EmulatedNode.fresh("TR2", "2001:db8:1::/64", router=True)
+    nce.stale(nce.Neighbour(_StaleT(_Session(), "A", {"now": 100.0}), node, addr=node.global_addr))
+    assert len(confirmed) == 1  # another address kind than the pool's (link-local to link-local): no extras
+
+
+def test_a_step_for_the_parts_side_by_side_runs_once_and_each_takes_its_value():
+    import threading
+
+    from v6gate.core.together import Batch
+
+    batch, ran, got = Batch(["A", "B", "C"]), [], {}
+    ts = []
+    for letter in "ABC":
+        t = SimpleNamespace(together=batch, part=letter, notes=[])
+        t.note = t.notes.append
+        ts.append(t)
+
+    def part(t):
+        got[t.part] = nce.once_for_batch(t, "the DUT's global address", lambda: ran.append(t.part) or "2001:db8:1::2")
+    threads = [threading.Thread(target=part, args=(t,)) for t in ts]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(ran) == 1 and got == dict.fromkeys("ABC", "2001:db8:1::2")
+    others = [t for t in ts if t.part != ran[0]]
+    assert all(f"by part {ran[0]} (2001:db8:1::2)" in t.notes[0] for t in others)
+    alone = SimpleNamespace(together=None, part="D")
+    assert nce.once_for_batch(alone, "x", lambda: 7) == 7  # on its own: the part runs the step

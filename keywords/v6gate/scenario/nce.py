@@ -143,6 +143,30 @@ def set_nd_timers(t: CheckContext, *, reachable_ms: int | None = None, retrans_m
                  f"RetransTimer {retrans_ms or 'unchanged'} ms")
 
 
+#: per batch of parts run side by side (core/together.py): what a step run once for all of them gave
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def once_for_batch(t: CheckContext, what: str, step):
+    """``step()``'s value.  A part on its own runs the step; beside other
+    parts of its check (core/together.py) the first part that gets here runs
+    it for all of them and each takes its value: a step that sets DUT state
+    they share (the RA timers) or learns it (the DUT's address)."""
+    batch = getattr(t, "together", None)
+    if batch is None:
+        return step()
+    found = _SHARED.setdefault(batch, {})
+
+    def run():
+        found[what] = (step(), t.part)
+
+    batch.once(what, run)
+    value, by = found[what]
+    if by != t.part:
+        t.note(f"{what}: done once for the parts side by side, by part {by}" + (f" ({value})" if value else ""))
+    return value
+
+
 def fresh_mac() -> str:
     return P.random_mac()
 
@@ -383,11 +407,15 @@ def _pool(t: CheckContext) -> dict | None:
     return _POOLS.setdefault(t.session, {})
 
 
-def _pool_key(nb: Neighbour) -> tuple[str, str] | None:
-    """Only a plain neighbour (its link-local address to the DUT's) stands in for another part's."""
+def _pool_key(nb: Neighbour) -> tuple[str, str, bool] | None:
+    """Only a neighbour that talks to the DUT from its link-local address to the DUT's stands in for another
+    part's, and only for one of the same kind: a router for a router (the Redirect checks' TR2), a host for a
+    host.  The entry is made by the same packets for both kinds (``reachable``: the same Echo Request and solicited
+    NA, S=1 O=1 and the R flag clear either way; a Redirect naming TR2 as a better first hop is what makes it a
+    router to the DUT, RFC 4861 §8.3), so an aged extra is what the part's own neighbour would have been."""
     node = nb.node
-    plain = nb.addr == node.link_local and nb.dut_addr == nb.t.dut.link_local and not node.is_router
-    return (nb.t.check.id, nb.name) if plain else None
+    plain = nb.addr == node.link_local and nb.dut_addr == nb.t.dut.link_local
+    return (nb.t.check.id, nb.name, bool(node.is_router)) if plain else None
 
 
 def _parts_left(t: CheckContext, pool: dict) -> int:
@@ -406,7 +434,9 @@ def _age_with(nb: Neighbour) -> list[tuple[Neighbour, float]]:
         return []
     extras = []
     for i in range(max(0, min(STALE_POOL, _parts_left(t, pool)) - len(pool.get(key, [])))):
-        other = Neighbour(t, EmulatedNode.fresh(f"{nb.name}'{i + 1}", t.target.link_prefix))
+        # the same kind of node as the part's own: a router for a router (what the entry is made of is the same)
+        other = Neighbour(t, EmulatedNode.fresh(f"{nb.name}'{i + 1}", t.target.link_prefix,
+                                                router=nb.node.is_router))
         try:
             extras.append((other, reachable(other).time))
         except Deviation:

@@ -103,9 +103,14 @@ def _address_pair(t: CheckContext, node, dut_kind: str, node_kind: str, dut_glob
 def _timed_bench(t: CheckContext, *, global_needed: bool) -> str | None:
     """The tester advertises the link prefix (when the DUT needs a global
     address, learned from its DAD probe) and then RetransTimer =
-    RETRANS_TIMER; returns the DUT's global address."""
-    dut_global = FirstHop(t, router_lifetime=0).start().dut_global if global_needed else None
-    nce.set_nd_timers(t, retrans_ms=nce.RETRANS_TIMER_MS)
+    RETRANS_TIMER; returns the DUT's global address.  Parts side by side
+    (core/together.py) do each once for all of them: the same RA timer,
+    the same address."""
+    dut_global = nce.once_for_batch(t, "the DUT's global address in the link prefix",
+                                    lambda: FirstHop(t, router_lifetime=0).start().dut_global) if global_needed else None
+    nce.once_for_batch(t, f"RA RetransTimer {nce.RETRANS_TIMER_MS} ms",
+                       lambda: nce.set_nd_timers(t, retrans_ms=nce.RETRANS_TIMER_MS))
+    nce.advertised_retrans(t, nce.RETRANS_TIMER_MS)  # (each part judges by it)
     return dut_global
 
 
@@ -170,6 +175,8 @@ def address_resolution_solicits_correctly(t: CheckContext):
     needs=["exclusive_router"],
     liveness="ns",
     dut_config="nud-fast",
+    forms_addresses=False,
+    concurrent_parts=True,  # each trial a TN1 of its own; they share only the RetransTimer RA and the link prefix
     fault="dut_probes_too_often",
     expect="a packet to a STALE neighbour starts DELAY; DELAY_FIRST_PROBE_TIME later the DUT probes it with "
            "MAX_UNICAST_SOLICIT (3) unicast NS to its cached address, RetransTimer (1 s, advertised) apart, hop "
