@@ -148,9 +148,11 @@ def test_the_nd_state_checks_run_side_by_side_and_form_no_address():
 
     load_all()
     side = sorted(c.id for c in REGISTRY.values() if c.concurrent_parts)
-    assert side == ["nd.na_updates_probe_entry", "nd.na_updates_reachable_entry", "nd.na_updates_stale_entry",
-                    "nd.ns_completes_pending_resolution", "nd.ns_updates_probe_entry",
-                    "nd.ns_updates_reachable_entry", "nd.ns_updates_stale_entry", "nd.unreachability_detection_probes"]
+    assert side == ["nd.address_resolution_solicits_correctly", "nd.na_completes_address_resolution",
+                    "nd.na_updates_probe_entry", "nd.na_updates_reachable_entry", "nd.na_updates_stale_entry",
+                    "nd.na_without_entry_is_discarded", "nd.ns_completes_pending_resolution",
+                    "nd.ns_is_answered_without_nce", "nd.ns_updates_probe_entry", "nd.ns_updates_reachable_entry",
+                    "nd.ns_updates_stale_entry", "nd.unreachability_detection_probes"]
     assert all(REGISTRY[i].forms_addresses is False for i in side)
 
 

@@ -171,6 +171,8 @@ def na_updates_probe_entry(t: CheckContext):
     title="Neighbor Advertisement Processing, NCE State INCOMPLETE",
     rfc="RFC 4861 §7.2.5",
     dut_config="nud-fast",
+    forms_addresses=False,
+    concurrent_parts=True,  # each part a TN1 of its own, resolved by its own NA; no DUT state shared
     liveness="ns",
     expect="the NA completes address resolution as RFC 4861 §7.2.5 requires",
     parts=[
@@ -220,6 +222,8 @@ def na_completes_address_resolution(t: CheckContext):
     title="Neighbor Advertisement Processing, No NCE",
     rfc="RFC 4861 §7.2.5",
     liveness="ns",
+    forms_addresses=False,
+    concurrent_parts=True,  # each part a TN1 of its own, unknown to the DUT; no DUT state shared
     fault="impostor_creates_entries_from_any_na",
     expect="the NA is silently discarded and creates no entry: the DUT sends nothing in answer, and a later Echo "
            "Request from TN1 makes it resolve TN1 (multicast NS) before replying",

@@ -46,6 +46,8 @@ def _na_seen(t: CheckContext, frame, *, solicited: bool, dst: str) -> tuple[list
     fault="dut_drops_neighbor_solicitation",
     liveness="echo",
     dut_config="nud-fast",
+    forms_addresses=False,
+    concurrent_parts=True,  # each part a TN1 of its own soliciting the DUT; no DUT state shared
     expect="a solicited Neighbor Advertisement (S=1, hop limit 255, R=0 for a host) for the target, sent "
            "to the soliciting node, with the DUT's link-layer address; the NS's source link-layer address "
            "lets the DUT answer without resolving the solicitor first and creates a STALE entry for it (an "

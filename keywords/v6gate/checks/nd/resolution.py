@@ -121,6 +121,8 @@ def _timed_bench(t: CheckContext, *, global_needed: bool) -> str | None:
     rfc="RFC 4861 §7.2.2, §4.3, §6.3.4",
     needs=["exclusive_router"],
     liveness="ns",
+    forms_addresses=False,
+    concurrent_parts=True,  # each trial a TN1 of its own; they share only the RetransTimer RA and the link prefix
     fault="dut_solicits_too_often",
     expect="address resolution sends MAX_MULTICAST_SOLICIT (3) multicast NS, RetransTimer (1 s, advertised by the "
            "tester) apart, to the target's solicited-node group, hop limit 255, from the prompting packet's source, "
