@@ -114,3 +114,64 @@ def test_only_a_dut_the_run_does_not_rebuild_gets_a_short_lease():
     assert ctx.lease_for_probes(3) == 25 and ctx.lease_for_probes(0, rebuilt=30) == 13
     ctx.target = types.SimpleNamespace(external=False)  # the lab's DUT, rebuilt before each check: as before
     assert ctx.lease_for_probes(3) == ADDRESS_LEASE_S and ctx.lease_for_probes(0, rebuilt=30) == 30
+
+
+def test_a_span_lease_covers_the_parts_waits_and_probes_from_its_ra_to_its_last_probe():
+    from v6gate.core.ledger import (
+        ADDRESS_LEASE_S,
+        DAD_DELAY_S,
+        DAD_SETTLE_S,
+        PROBE_OVERHEAD_S,
+        SHORT_LEASE_SPARE_S,
+        span_lease,
+    )
+
+    # 1 s windows, the RFC's RetransTimer.  One next hop (two tries): DAD (1 + 1 + 1 s), its end (a DUT without DAD:
+    # two reply timeouts in place of the RetransTimer, 1 s more), two tries of 1 + 3 x 1 s and 0.5 s each, the spare
+    assert span_lease(1.0, 1.0, probes=2) == 3 + 1 + 2 * (4 + PROBE_OVERHEAD_S) + SHORT_LEASE_SPARE_S == 23
+    # rd.router_lifetime_is_honoured: A (Router Lifetime 4 s and 0.5 s, one next hop), B (two next hops 0.2 s
+    # apart), C (two next hops around Router Lifetime 5 s and 0.5 s)
+    assert span_lease(1.0, 1.0, probes=2, waits=4.5) == 28
+    assert span_lease(1.0, 1.0, probes=4, waits=0.2) == 33
+    assert span_lease(1.0, 1.0, probes=4, waits=5.5) == 38
+    # a DUT that answers within 0.1 s, the RFC's RetransTimer: forming ends with dad_done's margin (in_use is shorter)
+    assert span_lease(0.1, 1.0, probes=2) == math.ceil(DAD_DELAY_S + 0.1 + 1.0 + DAD_SETTLE_S
+                                                       + 2 * (3.1 + PROBE_OVERHEAD_S) + SHORT_LEASE_SPARE_S)
+    assert span_lease(4.0, 2.0, probes=4, waits=5.5) == ADDRESS_LEASE_S  # never longer than the usual lease
+
+
+@pytest.mark.parametrize("reply", [0.3, 1.0, 2.0, 4.0])
+@pytest.mark.parametrize("retrans", [0.1, 1.0, 3.0])
+@pytest.mark.parametrize("probes", [0, 2, 4])
+@pytest.mark.parametrize("waits", [0.0, 0.2, 4.5, 5.5, 12.0])
+def test_a_span_lease_is_never_shorter_than_the_span_it_is_for(reply, retrans, probes, waits):
+    """The address must not expire while the part still uses it (a false
+    FAIL, or a false PASS where the part expects no answer): the lease
+    outlasts the part's longest timeline, with or without DAD, by the spare,
+    unless that reaches the usual lease, which it then is."""
+    from v6gate.core.ledger import ADDRESS_LEASE_S, DAD_DELAY_S, SHORT_LEASE_SPARE_S, short_lease, span_lease
+
+    probe = reply + 3 * retrans
+    with_dad = DAD_DELAY_S + reply + retrans + 0.2 + waits + probes * probe  # dad_probe_in, dad_done, waits, tries
+    without_dad = DAD_DELAY_S + reply + 2 * reply + waits + probes * probe  # the DAD window, in_use, waits, tries
+    lease = span_lease(reply, retrans, probes=probes, waits=waits)
+    assert lease == ADDRESS_LEASE_S or lease >= max(with_dad, without_dad) + SHORT_LEASE_SPARE_S
+    assert lease <= ADDRESS_LEASE_S
+    assert lease >= short_lease(reply, retrans, probes=probes)  # never below the DAD-and-probes lease
+    assert span_lease(reply, retrans, probes=probes, waits=waits + 1) >= lease  # longer spans, longer leases
+    assert span_lease(reply, retrans, probes=probes + 1, waits=waits) >= lease
+
+
+def test_only_a_dut_the_run_does_not_rebuild_gets_a_span_lease():
+    import types
+
+    from v6gate.core.context import CheckContext
+    from v6gate.core.ledger import ADDRESS_LEASE_S
+
+    ctx = CheckContext.__new__(CheckContext)
+    ctx.reply_timeout, ctx.retrans_timer = 1.0, 1.0
+    ctx.target = types.SimpleNamespace(external=True)
+    assert ctx.lease_for_probes(2, waits=0.0) == 23 and ctx.lease_for_probes(4, waits=5.5) == 38
+    assert ctx.lease_for_probes(2) == 21  # without waits: the DAD-and-probes lease, as before
+    ctx.target = types.SimpleNamespace(external=False)  # the lab's DUT, rebuilt before each check: the RAs unchanged
+    assert ctx.lease_for_probes(2, waits=0.0) == ADDRESS_LEASE_S and ctx.lease_for_probes(4, waits=5.5) == ADDRESS_LEASE_S

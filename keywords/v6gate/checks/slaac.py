@@ -138,8 +138,10 @@ def global_address_is_formed_and_probed(t: CheckContext):
     prefix = _prefix_of_kind(t, t.p.kind)
     tr1 = t.tr1
     # a lifetime that outlasts the check and little more: the address runs out soon after on a DUT the run
-    # cannot reset (an RA cannot take it back, RFC 4862 §5.5.3 e), so a bounded table has room again
-    ra = router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
+    # cannot reset (an RA cannot take it back, RFC 4862 §5.5.3 e), so a bounded table has room again; the check
+    # uses it for its DAD probe (or, without DAD, in_use) and one Echo Request after
+    lease = t.lease_for_probes(1, waits=0.0)
+    ra = router_advertisement(tr1, prefixes=[prefix_option(prefix, valid=lease, preferred=lease)])
     since = t.send(ra)
     wait = t.reply_timeout + 1.0  # RFC 4862 §5.4.2 allows a random delay up to MAX_RTR_SOLICITATION_DELAY (1 s)
     dad = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, prefix)), wait, since=since)

@@ -55,7 +55,7 @@ from ..net.port import Frame, Port
 from .check import Check, Part
 from .control import Control
 from .dut import DutView
-from .ledger import ADDRESS_LEASE_S, short_lease
+from .ledger import ADDRESS_LEASE_S, short_lease, span_lease
 from .room import AddressRoom
 from .setup import JUDGED_BY, ensure_neighbour, setup_of
 from .verdict import NotJudged, Outcome, Verdict
@@ -229,16 +229,20 @@ class CheckContext:
         table: room for one prefix (see ``AddressRoom.first``)."""
         self.room.first()
 
-    def lease_for_probes(self, probes: int, *, rebuilt: int = ADDRESS_LEASE_S) -> int:
+    def lease_for_probes(self, probes: int, *, waits: float | None = None, rebuilt: int = ADDRESS_LEASE_S) -> int:
         """The valid (and preferred) lifetime of a fresh prefix whose address
         this part needs only for the DUT's DAD probe and ``probes`` probes right
-        after it.  On a DUT the run does not rebuild, the addresses the run's
-        prefixes leave crowd a small table until they expire (an RA cannot take
-        them back, RFC 4862 §5.5.3 e): a lease from the DUT's timing
+        after it; with ``waits`` (seconds), for the part's span from its RA to
+        its last probe, its fixed waits included (core/ledger.span_lease).  On
+        a DUT the run does not rebuild, the addresses the run's prefixes leave
+        crowd a small table until they expire (an RA cannot take them back,
+        RFC 4862 §5.5.3 e): a lease from the DUT's timing
         (core/ledger.short_lease).  On a DUT rebuilt before each check,
         ``rebuilt``, as before."""
         if not self.target.external:
             return rebuilt
+        if waits is not None:
+            return span_lease(self.reply_timeout, self.retrans_timer, probes=probes, waits=waits)
         return short_lease(self.reply_timeout, self.retrans_timer, probes=probes)
 
     def needs_addresses(self, n: int) -> None:

@@ -38,16 +38,51 @@ SHORT_LEASE_SPARE_S = 10
 DAD_DELAY_S = 1.0
 
 
-def short_lease(reply_timeout: float, retrans_timer: float, *, probes: int) -> int:
+#: what scenario/observe.dad_done waits past the DAD probe's RetransTimer before the address is used
+DAD_SETTLE_S = 0.2
+#: a loaded tester's own time per probe beyond its window (building and sending it, decoding what the DUT sent
+#: instead when nothing matched); in the external run of 2026-11-27 15:33 UTC (ext6) the probes of
+#: rd.router_lifetime_is_honoured took a few milliseconds past their windows: ample headroom, on top of
+#: SHORT_LEASE_SPARE_S
+PROBE_OVERHEAD_S = 0.5
+
+
+def short_lease(reply_timeout: float, retrans_timer: float, *, probes: int, span: float = 0.0) -> int:
     """The valid (and preferred) lifetime of a fresh prefix whose address a
     part needs only for the DUT's DAD probe and ``probes`` probes right after
     it, on the DUT's timing: the DAD delay, the reply timeout and one
     RetransTimer (DAD), each probe's reply timeout and 3 RetransTimers (its
-    Neighbor Solicitation answered or not), and SHORT_LEASE_SPARE_S; never
-    more than ADDRESS_LEASE_S.  With 1 s windows and the RFC's RetransTimer:
-    13 s for the DAD probe alone, 25 s with three probes."""
-    need = DAD_DELAY_S + reply_timeout + retrans_timer + probes * (reply_timeout + 3 * retrans_timer)
+    Neighbor Solicitation answered or not), ``span`` seconds the part spends
+    beyond those (span_lease), and SHORT_LEASE_SPARE_S; never more than
+    ADDRESS_LEASE_S.  With 1 s windows and the RFC's RetransTimer: 13 s for
+    the DAD probe alone, 25 s with three probes."""
+    need = DAD_DELAY_S + reply_timeout + retrans_timer + span + probes * (reply_timeout + 3 * retrans_timer)
     return min(ADDRESS_LEASE_S, math.ceil(need + SHORT_LEASE_SPARE_S))
+
+
+def span_lease(reply_timeout: float, retrans_timer: float, *, probes: int, waits: float = 0.0) -> int:
+    """The valid (and preferred) lifetime of a fresh prefix whose address a
+    part uses from its RA until its last probe (the router-discovery checks:
+    an Echo Request to the address, answered through a router or on-link).
+    short_lease's DAD term, then what the part spends past it:
+
+    * the end of the address's forming (scenario/observe.autoconfigure):
+      DAD_SETTLE_S after the DAD RetransTimer, or, on a DUT that performs no
+      DAD, two reply timeouts (observe.in_use: a Neighbor Solicitation, then
+      an Echo Request) in place of the RetransTimer: whichever is longer;
+    * ``waits``: the part's own fixed waits (a Router Lifetime waited out, a
+      pause for an RA's processing), added whole, though some parts count
+      theirs from before the RA: an over-estimate, never short;
+    * ``probes`` probes of a reply timeout and 3 RetransTimers each (an
+      answer that needs address resolution; observe.next_hop_for tries
+      twice: two probes) and PROBE_OVERHEAD_S each;
+
+    and SHORT_LEASE_SPARE_S; never more than ADDRESS_LEASE_S.  With 1 s
+    windows and the RFC's RetransTimer: 23 s for one next hop (two tries),
+    38 s for two next hops around a Router Lifetime of 5 s waited out."""
+    formed = max(DAD_SETTLE_S, 2 * reply_timeout - retrans_timer)
+    return short_lease(reply_timeout, retrans_timer, probes=probes,
+                       span=formed + waits + probes * PROBE_OVERHEAD_S)
 #: how long after its valid lifetime ends an address may still answer: lifetimes are whole seconds and the
 #: expiry runs on a timer that Linux rounds up to the next whole second (round_jiffies_up), so at valid + 1 s
 #: a healthy lab's address answered, once in a README run and once in 20 loaded repeat runs

@@ -13,7 +13,6 @@ from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
 from ...core.context import CheckContext
-from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net import match as M
 from ...net import packets as P
@@ -216,8 +215,9 @@ def ra_sets_is_router(t: CheckContext):
     tr1.is_router = True
     new_mac = P.random_mac() if t.p.sllao == "changed" else tr1.mac
     prefix = fresh_prefix(avoid=t.target.link_prefix)
+    lease = t.lease_for_probes(2, waits=0.0)  # the address serves one next hop (two tries)
     ra = router_advertisement(tr1, router_lifetime=600, sllao=t.p.sllao != "absent",
-                              prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
+                              prefixes=[prefix_option(prefix, valid=lease, preferred=lease)])
     if t.p.sllao == "changed":
         ra[ICMPv6NDOptSrcLLAddr].lladdr = new_mac
     since = t.send(ra, label=f"RA from TR1 (lifetime 600 s), SLLA {t.p.sllao}")

@@ -40,7 +40,8 @@ def offlink_destination_goes_to_default_router(t: CheckContext):
     match against the Prefix List ... If the destination is off-link, the
     sender selects a router from the Default Router List' (RFC 4861 §5.2)."""
     tr1 = t.tr1
-    conf = autoconfigure(t, tr1, router_lifetime=600)
+    lease = t.lease_for_probes(2, waits=0.0)  # the address serves one next hop (two tries)
+    conf = autoconfigure(t, tr1, router_lifetime=600, valid=lease, preferred=lease)
     conf.require(t)
     path = next_hop_for(t, offlink_node(t), conf.address, via=tr1)
     seen = f"the answer to an off-link node went {path.describe()}"
@@ -68,8 +69,11 @@ def onlink_prefix_of_any_length_is_onlink(t: CheckContext):
     tr1 = t.tr1
     base = fresh_prefix(avoid=t.target.link_prefix)
     long_prefix = ipaddress.IPv6Network(f"{base.network_address + (secrets.randbelow(2**16) << 32)}/96")
+    # the prefix's valid lifetime is also how long it stays on-link (RFC 4861 §6.3.4): through the DAD window
+    # and one next hop (two tries)
+    lease = t.lease_for_probes(2, waits=0.0)
     since = t.send(router_advertisement(tr1, router_lifetime=600, prefixes=[
-        prefix_option(long_prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)]), label=f"RA with prefix {long_prefix} (L=1, A=1)")
+        prefix_option(long_prefix, valid=lease, preferred=lease)]), label=f"RA with prefix {long_prefix} (L=1, A=1)")
     formed = dad_probe_in(t, long_prefix, since)
     tn1 = t.node("TN1", prefix=long_prefix)
     path = next_hop_for(t, tn1, t.dut.link_local, routers=[tr1])

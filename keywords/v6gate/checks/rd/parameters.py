@@ -109,8 +109,12 @@ def router_lifetime_is_honoured(t: CheckContext):
     (RFC 4861 §6.3.4); an entry whose timer runs out is removed (§6.3.5)."""
     tr1, tn2 = t.tr1, offlink_node(t)
     lifetime = t.p.lifetime
+    # the address serves: refreshed, one next hop (two tries) after the Router Lifetime and 0.5 s; zero, two next
+    # hops 0.2 s apart; expire, two next hops around the Router Lifetime and 0.5 s
+    waits = {"refreshed": lifetime + 0.5, "zero": 0.2, "expire": lifetime + 0.5}[t.p.case]
+    lease = t.lease_for_probes(2 if t.p.case == "refreshed" else 4, waits=waits)
     start = t.now()
-    conf = autoconfigure(t, tr1, router_lifetime=lifetime)
+    conf = autoconfigure(t, tr1, router_lifetime=lifetime, valid=lease, preferred=lease)
     conf.require(t)
     if t.p.case == "refreshed":
         t.wait(max(0.0, start + lifetime / 2 - t.now()))

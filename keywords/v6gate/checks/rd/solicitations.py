@@ -18,7 +18,6 @@ from scapy.layers.l2 import Ether
 
 from ...core.check import Part, check
 from ...core.context import CheckContext
-from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net import match as M
 from ...net import packets as P
@@ -169,8 +168,9 @@ def solicited_ra_stops_solicitations(t: CheckContext):
     if first is None:
         raise Deviation(f"no Router Solicitation within {window:g} s of the restart, nothing to answer")
     tr1, prefix, chlim = t.tr1, fresh_prefix(avoid=t.target.link_prefix), _random_hop_limit()
+    lease = t.lease_for_probes(0)  # its address is never used: a DAD probe in its prefix is all that is watched for
     fields = dict(router_lifetime=600, cur_hop_limit=chlim, sllao=t.p.sllao,
-                  prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
+                  prefixes=[prefix_option(prefix, valid=lease, preferred=lease)])
     ra = invalid_ra(tr1, t.p.how, **fields) if t.p.how else router_advertisement(tr1, **fields)
     sent = t.send(ra, label=f"{'invalid RA (' + t.p.how + ')' if t.p.how else 'RA'} in answer to the first RS")
     until = first.time + _rs_gap_ceiling() + t.reply_timeout

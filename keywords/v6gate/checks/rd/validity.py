@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ...core.check import Part, check
 from ...core.context import CheckContext
-from ...core.ledger import ADDRESS_LEASE_S
 from ...core.verdict import Deviation
 from ...net.nd import fresh_prefix, prefix_option, router_advertisement
 from ...net.rd import (
@@ -45,8 +44,9 @@ def invalid_ra_is_ignored(t: CheckContext):
     tr1, prefix = t.tr1, fresh_prefix(avoid=t.target.link_prefix)
     before, _ = echo_hop_limit(t, t.node("TN1"))
     chlim = _random_hop_limit(avoid=before or 64)
+    lease = t.lease_for_probes(0)  # a DAD probe in its prefix is all that is watched for (the Echo goes to the link-local)
     ra = invalid_ra(tr1, t.p.how, router_lifetime=600, cur_hop_limit=chlim,
-                    prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
+                    prefixes=[prefix_option(prefix, valid=lease, preferred=lease)])
     since = t.send(ra, label=f"invalid RA ({_INVALID_RA_PARTS[t.p.how]}), Cur Hop Limit {chlim}, prefix {prefix}")
     effects = _ra_effects(t, tr1, prefix, chlim, since)
     if effects:
@@ -65,8 +65,9 @@ def _fragmented_ra(t: CheckContext, atomic: bool):
     tr1, prefix = t.tr1, fresh_prefix(avoid=t.target.link_prefix)
     before, _ = echo_hop_limit(t, t.node("TN1"))
     chlim = _random_hop_limit(avoid=before or 64)
+    lease = t.lease_for_probes(0)  # a DAD probe in its prefix is all that is watched for (the Echo goes to the link-local)
     ra = router_advertisement(tr1, router_lifetime=600, cur_hop_limit=chlim,
-                              prefixes=[prefix_option(prefix, valid=ADDRESS_LEASE_S, preferred=ADDRESS_LEASE_S)])
+                              prefixes=[prefix_option(prefix, valid=lease, preferred=lease)])
     frames = fragmented(ra, atomic=atomic)
     since = t.now()
     for f in frames:
