@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 #: the precondition of a part whose addresses cannot fit a discovered table now
 ADDRESS_ROOM = "address-room"
+#: the areas whose checks make the DUT form addresses from fresh prefixes (unless a check declares otherwise)
+FORMING_AREAS = ("slaac", "rd", "addrarch", "rdnss")
 
 
 @dataclass
@@ -163,8 +165,30 @@ class AddressTable:
         check that needs only some global address of the DUT uses the one it
         holds instead (``any_address``, scenario/offlink.py): no room made."""
         slots = self.slots()
-        if slots is not None and not ctx.check.any_address and (self.declared is not None or self._forms_addresses(ctx)):
+        if slots is not None and self._makes_room_first(ctx.check):
             self._wait(ctx, 1, slots, skip=False, first=True)
+
+    def wait_before(self, check, letter: str | None) -> float:
+        """How long ``make_room_first`` would wait now before the part's first
+        probe (0: not at all; also where waiting cannot make room: that part
+        says so itself)."""
+        slots = self.slots()
+        if slots is None or not self._makes_room_first(check) or self.session.port is None:
+            return 0.0
+        wait = self.session.ledger.wait_for_room(1, slots=slots, per_prefix=self.per_prefix(),
+                                                 owner=f"{check.id}#{letter}", now=self.session.port.now())
+        return wait or 0.0
+
+    def forms_addresses(self, check) -> bool | None:
+        """Whether the check's parts make the DUT form addresses: False where
+        declared so, True where its area does or an earlier part of it did,
+        None where only running it would tell."""
+        if check.forms_addresses is False:
+            return False
+        return True if self._forms(check) else None
+
+    def _makes_room_first(self, check) -> bool:
+        return not check.any_address and (self.declared is not None or self._forms(check))
 
     def needs(self, ctx: CheckContext, n: int) -> None:
         """The part makes the DUT hold addresses from ``n`` prefixes at once:
@@ -174,10 +198,10 @@ class AddressTable:
         if slots is not None and n * self.per_prefix() > slots:
             self._cannot(ctx, f"{self._too_many(n, slots)}: run it against a DUT with a larger table")
 
-    def _forms_addresses(self, ctx: CheckContext) -> bool:
-        if ctx.check.forms_addresses is False:
+    def _forms(self, check) -> bool:
+        if check.forms_addresses is False:
             return False  # declared: its RAs form no address (AddressRoom.before_send holds it to that)
-        return ctx.check.id in self._forming or ctx.check.area in ("slaac", "rd", "addrarch", "rdnss")
+        return check.id in self._forming or check.area in FORMING_AREAS
 
     def _too_many(self, n: int, slots: int) -> str:
         return (f"this part needs {n * self.per_prefix()} address(es) at once, and the DUT's table "

@@ -25,7 +25,7 @@ from ..net import packets as P
 from ..net.capture import Capture, pcap_path_for
 from ..net.port import Port
 from ..paths import shown
-from . import carryover
+from . import carryover, fill
 from .check import NEEDS, Check, Part
 from .context import CheckContext, NotApplicable
 from .control import NotSupported, VmConsoleControl, control_for
@@ -361,6 +361,12 @@ class Session:
         what the run learned of it may be gone with its state."""
         self._was_reset()
 
+    def settle_left(self, area: str) -> float:
+        """Seconds a check of ``area`` would wait now for a timed state an
+        earlier check left (``_wait_for_settle``), without waiting."""
+        now = time.monotonic()
+        return max([until - now for areas, (until, _) in self.settle.items() if not areas or area in areas] + [0.0])
+
     def _wait_for_settle(self, ctx) -> None:
         """Wait out a timed state an earlier check left the DUT in (the DUT was
         not reset since), so that it does not decide this check's verdict; a
@@ -521,24 +527,55 @@ class Session:
                              "prove checks on a healthy lab target")
         ready = self.plan.take(c, part) if self.plan is not None and not fault else None
         if ready is None and self.plan is not None and not fault:
-            batch = self.plan.batch(self, c, part)
-            if len(batch) > 1:  # its check's next parts run beside it (core/together.py)
-                pcap = pcap_path_for(self.run_dir, c.id, "".join(p.letter or "" for p in batch), c.ipv6ready_of(part))
-                done = run_batch(self, c, batch, pcap)
-                for p in batch[1:]:
-                    self.plan.keep(c, p, done[p.letter])
-                ready = done[part.letter]
+            fill.before(self, c, part)  # other parts run while this one would wait (core/fill.py)
+            started, t0 = _now_iso(), time.monotonic()  # the part's own time begins after theirs
+            ready = self.run_unit(c, part)
         if ready is not None:
             outcome, ctx, evidence, started, duration = ready
             return self._record(self._result(c, part, outcome, ctx, expected, evidence, started, duration, fault,
                                              setup or "as-is"))
+        outcome, ctx, evidence = self._alone(c, part, fault, pcap)
+        return self._record(self._result(c, part, outcome, ctx, expected, evidence, started, time.monotonic() - t0,
+                                         fault, setup or ("fault:" + fault if fault else "as-is")))
+
+    def run_unit(self, c: Check, part: Part) -> tuple | None:
+        """With a plan: ``part`` and the parts of its check that run beside it
+        (core/together.py), the others' results kept for their turn; returns
+        ``part``'s (outcome, ctx, evidence, started, duration), or None when it
+        runs alone."""
+        batch = self.plan.batch(self, c, part)
+        if len(batch) < 2:
+            return None
+        pcap = pcap_path_for(self.run_dir, c.id, "".join(p.letter or "" for p in batch), c.ipv6ready_of(part))
+        done = run_batch(self, c, batch, pcap)
+        for p in batch[1:]:
+            self.plan.keep(c, p, done[p.letter])
+        return done[part.letter]
+
+    def run_ahead(self, c: Check, part: Part, waiting: str) -> None:
+        """Run ``part`` (and the parts beside it) before its turn, while the
+        part ``waiting`` would wait, keeping its result for its turn
+        (core/fill.py)."""
+        ready = self.run_unit(c, part)
+        if ready is None:
+            started, t0 = _now_iso(), time.monotonic()
+            pcap = pcap_path_for(self.run_dir, c.id, part.letter, c.ipv6ready_of(part))
+            outcome, ctx, evidence = self._alone(c, part, None, pcap)
+            ready = (outcome, ctx, evidence, started, time.monotonic() - t0)
+        self.plan.keep(c, part, ready)
+        if ready[1] is not None:
+            ready[1].note(f"ran before its turn in the plan, while {waiting} would have waited before its first "
+                          "probe (core/fill.py)")
+            ready[1].measurements["ran_ahead_of"] = waiting
+
+    def _alone(self, c: Check, part: Part, fault: str | None, pcap):
+        """The part on its own: its attempt, what it formed, and its retry where the table may have been full."""
         outcome, ctx, evidence = self._attempt(c, part, fault, pcap)
         if ctx is not None and self.liveness is not None and not self.bench_lost:  # (a lost bench asks nothing more)
             unformed = self.table.settle(ctx)  # which of its fresh prefixes the DUT formed an address in
             if self.table_discovery:
                 outcome, ctx, evidence = self._retry_if_full(c, part, fault, pcap, outcome, ctx, evidence, unformed)
-        return self._record(self._result(c, part, outcome, ctx, expected, evidence, started, time.monotonic() - t0,
-                                         fault, setup or ("fault:" + fault if fault else "as-is")))
+        return outcome, ctx, evidence
 
     def _record(self, result: Result) -> Result:
         if self.recorder:

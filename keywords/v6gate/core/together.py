@@ -71,6 +71,7 @@ class Batch:
         self._active = set(self.letters)
         self._met: dict[str, dict] = {}
         self._done: set[str] = set()
+        self._values: dict[str, object] = {}
         self._lock = threading.Lock()
 
     def once(self, name: str, step: Callable[[], object]) -> None:
@@ -81,6 +82,15 @@ class Batch:
                 return
             step()
             self._done.add(name)
+
+    def shared(self, name: str, make: Callable[[], T]) -> T:
+        """What ``make`` returns, made once for the whole batch by the first
+        part that gets here (the others wait for it and get the same); a
+        ``make`` that raised is tried again by the next part."""
+        with self._lock:
+            if name not in self._values:
+                self._values[name] = make()
+            return self._values[name]  # type: ignore[return-value]
 
     def meet(self, name: str, letter: str | None, value: float) -> float:
         """Wait until every part still running has met here (or ended), then
@@ -113,6 +123,9 @@ class Plan:
     parts that ran beside an earlier one, until their own turn records them."""
 
     def __init__(self, parts: Sequence[tuple], external: bool):
+        self._order = list(parts)
+        self._index = {result_key(c.id, p.letter): i for i, (c, p) in enumerate(self._order)}
+        self._begun: set[str] = set()  # parts whose turn came, or that ran ahead of it (``ahead``)
         self._unit_of: dict[str, list] = {}
         for unit in units(list(parts), lambda cp: batch_key(cp[0], external)):
             if len(unit) > 1:
@@ -143,8 +156,24 @@ class Plan:
         self._ready[result_key(c.id, part.letter)] = ready
 
     def take(self, c, part) -> tuple | None:
-        """The result of ``part`` if it ran beside an earlier part."""
-        return self._ready.pop(result_key(c.id, part.letter), None)
+        """The result of ``part`` if it ran beside or ahead of an earlier part
+        (and from now on: its turn has come)."""
+        key = result_key(c.id, part.letter)
+        self._begun.add(key)
+        return self._ready.pop(key, None)
+
+    def ahead(self, c, part, fits: Callable[[object, object], bool]) -> tuple | None:
+        """The first part after ``part`` in the run's order that has not run
+        and that ``fits`` (check, part): (check, part), or None."""
+        i = self._index.get(result_key(c.id, part.letter))
+        if i is None:
+            return None
+        for c2, p2 in self._order[i + 1:]:
+            key = result_key(c2.id, p2.letter)
+            if key not in self._begun and key not in self._ready and fits(c2, p2):
+                self._begun.add(key)
+                return c2, p2
+        return None
 
 
 def run_batch(session, c, parts: list, pcap) -> dict:
