@@ -138,21 +138,40 @@ def test_a_meeting_that_never_completes_is_a_bench_error_not_a_hang(monkeypatch)
         batch.meet("aged", "A", 1.0)
 
 
+def test_a_value_made_once_is_the_whole_batch_s():
+    batch, made, got = Batch(["A", "B", "C"]), [], []
+
+    def part(letter):
+        got.append((letter, batch.shared("x", lambda: made.append(letter) or f"made by {letter}")))
+
+    threads = [threading.Thread(target=part, args=(x,)) for x in "ABC"]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(made) == 1 and {v for _, v in got} == {f"made by {made[0]}"}
+
+
 def test_concurrent_parts_need_a_check_that_forms_no_address():
     with pytest.raises(ValueError, match="concurrent_parts needs forms_addresses=False"):
         check(area="nd", title="t", rfc="RFC 4861", expect="x", concurrent_parts=True, id="nd.t_bad")(lambda t: None)
 
 
-def test_the_nd_state_checks_run_side_by_side_and_form_no_address():
+def test_the_nd_and_redirect_state_checks_run_side_by_side_and_form_no_address():
     from v6gate.core.check import REGISTRY, load_all
 
     load_all()
     side = sorted(c.id for c in REGISTRY.values() if c.concurrent_parts)
-    assert side == ["nd.address_resolution_solicits_correctly", "nd.na_completes_address_resolution",
-                    "nd.na_updates_probe_entry", "nd.na_updates_reachable_entry", "nd.na_updates_stale_entry",
-                    "nd.na_without_entry_is_discarded", "nd.ns_completes_pending_resolution",
-                    "nd.ns_is_answered_without_nce", "nd.ns_updates_probe_entry", "nd.ns_updates_reachable_entry",
-                    "nd.ns_updates_stale_entry", "nd.unreachability_detection_probes"]
+    assert [i for i in side if i.startswith("nd.")] == [
+        "nd.address_resolution_solicits_correctly", "nd.na_completes_address_resolution",
+        "nd.na_updates_probe_entry", "nd.na_updates_reachable_entry", "nd.na_updates_stale_entry",
+        "nd.na_without_entry_is_discarded", "nd.ns_completes_pending_resolution",
+        "nd.ns_is_answered_without_nce", "nd.ns_updates_probe_entry", "nd.ns_updates_reachable_entry",
+        "nd.ns_updates_stale_entry", "nd.unreachability_detection_probes"]
+    assert [i for i in side if i.startswith("redirect.")] == [
+        "redirect.redirect_creates_target_entry", "redirect.redirect_updates_incomplete_target",
+        "redirect.redirect_updates_probe_target", "redirect.redirect_updates_reachable_target",
+        "redirect.redirect_updates_stale_target"]
     assert all(REGISTRY[i].forms_addresses is False for i in side)
 
 

@@ -41,7 +41,12 @@ class RedirectBench:
 
     def __init__(self, t: CheckContext, *, alternate: bool = False):
         self.t = t
-        self.fh = FirstHop(t).start()
+        batch = getattr(t, "together", None)
+        if batch is None:
+            self.fh = FirstHop(t).start()
+        else:  # parts side by side share TR1, the DUT's one default router (core/together.py)
+            first = batch.shared("redirect:first-hop", lambda: FirstHop(t).start())
+            self.fh = first if first.t is t else FirstHop.beside(t, first)
         self.tr1 = self.fh.tr1
         self.tn1 = self.fh.offlink_node("TN1")
         self.tr2 = self.fh.router("TR2") if alternate else None
@@ -554,7 +559,7 @@ def _nc_check(state: str, ipv6ready: str, title: str, doc_extra: str):
     return check(area="redirect", ipv6ready=ipv6ready, title=title, rfc="RFC 4861 §8.3, §7.3.3", scope="host",
                  needs=["exclusive_router"], dut_config="nud-fast", liveness="echo",
                  expect="the Redirect updates the Target's Neighbor Cache entry as RFC 4861 §8.3 requires",
-                 parts=_nc_parts(state))(run)
+                 parts=_nc_parts(state), forms_addresses=False, concurrent_parts=True)(run)
 
 
 redirect_creates_target_entry = _nc_check(

@@ -25,6 +25,7 @@ from ..net.nd import fresh_prefix, is_dad_ns_for, prefix_option, router_advertis
 from ..net.nodes import EmulatedNode
 from ..net.port import Frame
 from .nce import advertised_retrans
+from .offlink import HELD_SETTLE_S
 
 DEFAULT_ROUTER_LIFETIME = 1800  # RFC 4861 §6.2.1 AdvDefaultLifetime default (3 x MaxRtrAdvInterval)
 #: the check that judges whether the DUT sends off-link traffic through its default router (RFC 4861 §5.2)
@@ -64,10 +65,10 @@ class FirstHop:
     def __init__(self, t: CheckContext, *, prefix: ipaddress.IPv6Network | None = None,
                  router_lifetime: int = DEFAULT_ROUTER_LIFETIME, on_link: bool = True, valid: int = 2592000,
                  preferred: int = 604800, reachable_ms: int = 0, retrans_ms: int = 0, autonomous: int = 1,
-                 sllao: bool = True):
+                 sllao: bool = True, router: EmulatedNode | None = None):
         self.t = t
         self.prefix = ipaddress.IPv6Network(prefix or t.target.link_prefix)
-        self.tr1 = t.node("TR1", router=True, prefix=self.prefix)
+        self.tr1 = router or t.node("TR1", router=True, prefix=self.prefix)
         self.router_lifetime = router_lifetime
         self.on_link = on_link
         self.valid = valid
@@ -111,6 +112,17 @@ class FirstHop:
         if not self.autonomous:
             t.note(f"TR1 {self.tr1.link_local} ({self.tr1.mac}) is the DUT's router")
             return self
+        held = self._held()
+        if held is not None:
+            # a prefix the DUT holds an address in: re-advertising it starts no DAD (RFC 4862 §5.5.3 e only
+            # updates the lifetimes), so there is no probe to wait for; the RA is processed on receipt
+            self.dut_global = held
+            if self.retrans_ms:
+                advertised_retrans(t, self.retrans_ms)
+            t.wait(HELD_SETTLE_S)
+            t.note(f"DUT global address {held} (held since earlier in the run: no DAD to wait for); TR1 "
+                   f"{self.tr1.link_local} ({self.tr1.mac}) is its router")
+            return self
         # RFC 4862 §5.4.2: DAD may be delayed up to MAX_RTR_SOLICITATION_DELAY (1 s)
         dad = t.port.expect(t.from_dut(lambda p: is_dad_ns_for(p, self.prefix)), t.reply_timeout + 1.0, since=since)
         if self.retrans_ms:
@@ -124,6 +136,29 @@ class FirstHop:
             self.dut_global = t.dut.global_address(self.prefix)
         t.note(f"DUT global address {self.dut_global}; TR1 {self.tr1.link_local} ({self.tr1.mac}) is its router")
         return self
+
+    @classmethod
+    def beside(cls, t: CheckContext, first: FirstHop) -> FirstHop:
+        """For a part that runs beside ``first``'s (core/together.py): the same
+        TR1, already the DUT's only default router by ``first``'s RA, with
+        this part's own Echo identifier and names."""
+        fh = cls(t, prefix=first.prefix, router_lifetime=first.router_lifetime, on_link=first.on_link,
+                 valid=first.valid, preferred=first.preferred, reachable_ms=first.reachable_ms,
+                 retrans_ms=first.retrans_ms, autonomous=first.autonomous, sllao=first.sllao, router=first.tr1)
+        fh.dut_global, fh.started = first.dut_global, first.started
+        t.note(f"TR1 is {first.tr1.mac} {first.tr1.link_local}, the DUT's router for the parts beside this one too "
+               f"(one RA, sent in part {first.t.part}); DUT global address {fh.dut_global}")
+        return fh
+
+    def _held(self) -> str | None:
+        """The DUT's address in the link prefix where the run already knows it
+        holds one (a DUT the run does not rebuild or reset, the target file or
+        an earlier check): None where it must be learned from its DAD probe."""
+        t = self.t
+        if not t.target.external or "reset" in t.check.needs or self.prefix != ipaddress.IPv6Network(
+                t.target.link_prefix):
+            return None
+        return t.dut.held_link_address()
 
     # -- correspondents -----------------------------------------------------------
     def offlink_node(self, name: str, prefix: ipaddress.IPv6Network | None = None) -> EmulatedNode:

@@ -143,10 +143,6 @@ def set_nd_timers(t: CheckContext, *, reachable_ms: int | None = None, retrans_m
                  f"RetransTimer {retrans_ms or 'unchanged'} ms")
 
 
-#: per batch of parts run side by side (core/together.py): what a step run once for all of them gave
-_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def once_for_batch(t: CheckContext, what: str, step):
     """``step()``'s value.  A part on its own runs the step; beside other
     parts of its check (core/together.py) the first part that gets here runs
@@ -155,13 +151,7 @@ def once_for_batch(t: CheckContext, what: str, step):
     batch = getattr(t, "together", None)
     if batch is None:
         return step()
-    found = _SHARED.setdefault(batch, {})
-
-    def run():
-        found[what] = (step(), t.part)
-
-    batch.once(what, run)
-    value, by = found[what]
+    value, by = batch.shared(what, lambda: (step(), t.part))
     if by != t.part:
         t.note(f"{what}: done once for the parts side by side, by part {by}" + (f" ({value})" if value else ""))
     return value
