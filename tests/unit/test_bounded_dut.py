@@ -245,6 +245,27 @@ def test_before_a_router_check_the_link_prefix_is_withdrawn_and_given_back_after
     assert view._learned == {} and view.link_prefix_advertised is None
 
 
+def test_a_link_prefix_a_check_left_on_link_is_withdrawn_before_the_next_router_check():
+    from scapy.layers.inet6 import ICMPv6NDOptPrefixInfo
+
+    view = _view()
+    view.link_prefix_left_on_link()  # a check's TR1 advertised it (L=1), the run itself never did
+    view.withdraw_link_prefix()
+    view.withdraw_link_prefix()  # once
+    assert len(view.port.sent) == 1
+    pio = view.port.sent[0][ICMPv6NDOptPrefixInfo]
+    assert (pio.prefix, pio.L, pio.validlifetime) == ("2001:db8:1::", 1, 0)
+    view._advertise_link_prefix(view.prefix, None)
+    view.withdraw_link_prefix()
+    view.link_prefix_left_on_link()  # after the run's own withdrawal, a router check left it on-link again
+    view.withdraw_link_prefix()
+    assert len(view.port.sent) == 4 and view.port.sent[3][ICMPv6NDOptPrefixInfo].validlifetime == 0
+    view.restore_link_prefix()
+    assert view.port.sent[4][ICMPv6NDOptPrefixInfo].validlifetime > 0  # given back once, as before
+    view.forget()
+    assert not view._left_on_link
+
+
 def test_ra_parameters_a_check_set_are_restored_on_a_dut_the_run_does_not_reset():
     from scapy.layers.inet6 import ICMPv6ND_RA, ICMPv6NDOptMTU, IPv6
     from scapy.layers.l2 import Ether

@@ -191,6 +191,8 @@ def test_a_check_withdraws_what_it_advertised_but_not_the_links_prefix():
     ctx.port, ctx.nodes, ctx._deferred, ctx.setup, ctx.timeline, ctx.t0 = port, {}, [], (), [], 0.0
     ctx._advertised, ctx.session, ctx._link_parameters = {}, None, [set(), None]  # no session: no address ledger
     ctx.target = SimpleNamespace(link_prefix=ipaddress.IPv6Network("2001:db8:1::/64"))
+    left = []
+    ctx.dut = SimpleNamespace(link_prefix_left_on_link=lambda: left.append(True))
     tr1 = EmulatedNode.fresh("TR1", ctx.target.link_prefix, router=True)
     ctx.send(router_advertisement(tr1, router_lifetime=600, prefixes=[
         prefix_option(ipaddress.IPv6Network("2001:db8:77::/64"), valid=600, preferred=600),
@@ -201,6 +203,7 @@ def test_a_check_withdraws_what_it_advertised_but_not_the_links_prefix():
     opts = [withdrawal.getlayer(ICMPv6NDOptPrefixInfo, i) for i in (1, 2)]
     assert opts[0].prefix == "2001:db8:77::" and opts[0].validlifetime == 0 and opts[0].preferredlifetime == 0
     assert opts[1] is None  # the link's own prefix stays the link router's
+    assert left == [True]  # ... and the DUT view knows it is left on-link (withdrawn before the next router check)
     sent.clear()
     ctx.cleanup()
     assert not sent  # withdrawn once

@@ -161,7 +161,12 @@ class CheckContext:
                 except ValueError:
                     continue
                 if net.overlaps(self.target.link_prefix):
-                    continue  # the link's own prefix is the link's router's to withdraw, not the check's
+                    # the link's own prefix is the link's router's to withdraw, not the check's; on-link, it stays in
+                    # the DUT's Prefix List until the next check that needs the tester as the only router
+                    left = getattr(getattr(self, "dut", None), "link_prefix_left_on_link", None)
+                    if onlink and left is not None:
+                        left()
+                    continue
                 ra = ra / ICMPv6NDOptPrefixInfo(prefix=prefix, prefixlen=plen, L=onlink, A=auto, validlifetime=0,
                                                 preferredlifetime=0)
             try:

@@ -40,6 +40,9 @@ class DutView:
         #: port time of the tester's last link-prefix RA (the tester as the only router, see _advertise_link_prefix)
         self.link_prefix_advertised: float | None = None
         self._link_withdrawn = False  # withdrawn for a check where the tester is the only router (withdraw_link_prefix)
+        #: a check's router advertised the link prefix on-link, and left it (the link's own prefix is not the check's
+        #: to withdraw, CheckContext.withdraw): the DUT has it in its Prefix List whoever advertised it first
+        self._left_on_link = False
 
     def global_address(self, prefix: ipaddress.IPv6Network | str | None = None) -> str:
         """The DUT's global address in ``prefix`` (default: the link prefix):
@@ -133,7 +136,7 @@ class DutView:
         """The DUT was reset: what the run learned of its addresses, and the
         link prefix the tester gave it, are gone with it."""
         self._learned.clear()
-        self.link_prefix_advertised, self._link_withdrawn = None, False
+        self.link_prefix_advertised, self._link_withdrawn, self._left_on_link = None, False, False
 
     def restore_link_prefix(self) -> None:
         """Before a check where the tester is not the only router: the link
@@ -152,13 +155,24 @@ class DutView:
         neither; ``restore_link_prefix`` gives it back before the next check
         that is not such a check (the check itself may advertise the link
         prefix with the flags it judges)."""
-        if self.link_prefix_advertised is None or self._link_withdrawn or self.port is None:
+        ours = self.link_prefix_advertised is not None and not self._link_withdrawn
+        if self.port is None or not (ours or self._left_on_link):
             return
         from ..net.nd import prefix_option, router_advertisement
 
+        if self._link_router is None:  # an earlier check's router made it on-link; the run never advertised it
+            self._link_router = EmulatedNode.fresh("LINKRTR", self.prefix, router=True)
         self.port.send(router_advertisement(self._link_router, prefixes=[prefix_option(self.prefix, valid=0,
                                                                                      preferred=0)]))
-        self._link_withdrawn = True
+        self._left_on_link = False
+        if self.link_prefix_advertised is not None:
+            self._link_withdrawn = True
+
+    def link_prefix_left_on_link(self) -> None:
+        """A check's router advertised the link prefix on-link and left it
+        there: the next check that needs the tester to be the only router
+        withdraws it first (``withdraw_link_prefix``)."""
+        self._left_on_link = True
 
     def predicted_address(self, net: ipaddress.IPv6Network) -> str | None:
         """The address the target file makes computable in ``net``: with
