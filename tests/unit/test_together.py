@@ -168,6 +168,7 @@ def test_the_nd_and_redirect_state_checks_run_side_by_side_and_form_no_address()
         "nd.na_without_entry_is_discarded", "nd.ns_completes_pending_resolution",
         "nd.ns_is_answered_without_nce", "nd.ns_updates_probe_entry", "nd.ns_updates_reachable_entry",
         "nd.ns_updates_stale_entry", "nd.unreachability_detection_probes"]
+    assert [i for i in side if i.startswith("rd.")] == ["rd.ra_updates_neighbor_cache"]
     assert [i for i in side if i.startswith("redirect.")] == [
         "redirect.redirect_creates_target_entry", "redirect.redirect_updates_incomplete_target",
         "redirect.redirect_updates_probe_target", "redirect.redirect_updates_reachable_target",
