@@ -106,7 +106,7 @@ def test_while_the_part_would_wait_the_next_movable_parts_run_ahead_and_then_it_
     s.plan = Plan(order, external=True)
     ran = []
 
-    def run_ahead(c, p, waiting):
+    def run_ahead(c, p, waiting, until="its first probe"):
         ran.append(f"{c.id}#{p.letter}")
         s.port.t += 2.0  # each part takes 2 s
         s.plan.keep(c, p, ("done",))
@@ -132,7 +132,7 @@ def test_a_part_that_would_wait_out_a_timed_state_lets_the_others_run_first():
                    (nd, nd.parts[2])], external=True)
     ran = []
 
-    def run_ahead(c, p, waiting):
+    def run_ahead(c, p, waiting, until="its first probe"):
         ran.append(f"{c.id}#{p.letter} before {waiting}")
         s.port.t += 1.5
         s.plan.keep(c, p, ("done",))
@@ -145,3 +145,25 @@ def test_a_part_that_would_wait_out_a_timed_state_lets_the_others_run_first():
     ran.clear()
     fill.before(s, mld, mld.parts[0])
     assert ran == []  # every part would wait for it: nothing moves
+
+
+def test_the_wait_before_a_second_attempt_runs_other_parts_and_then_sleeps_what_is_left(monkeypatch):
+    s = _session(discovered=4)
+    slaac, nd = _check("slaac.x", 2), _check("nd.y", 3)
+    s.plan = Plan([(slaac, slaac.parts[0]), (slaac, slaac.parts[1]), (nd, nd.parts[0]), (nd, nd.parts[1]),
+                   (nd, nd.parts[2])], external=True)
+    clock = {"t": 0.0}
+    monkeypatch.setattr(fill.time, "monotonic", lambda: clock["t"])
+    monkeypatch.setattr(fill.time, "sleep", lambda sec: clock.__setitem__("t", clock["t"] + sec))
+    ran = []
+
+    def run_ahead(c, p, waiting, until):
+        ran.append((f"{c.id}#{p.letter}", waiting, until))
+        clock["t"] += 3.0
+        s.plan.keep(c, p, ("done",))
+
+    s.run_ahead = run_ahead
+    fill.meanwhile(s, slaac, slaac.parts[0], 7.5)
+    # its own later part keeps its place; two nd parts of 3 s, then 1.5 s (< FILL_MIN_S) is slept
+    assert ran == [("nd.y#A", "slaac.x#A", "its second attempt"), ("nd.y#B", "slaac.x#A", "its second attempt")]
+    assert clock["t"] == 7.5

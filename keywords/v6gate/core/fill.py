@@ -7,7 +7,9 @@ the run discovered or the target declares, core/room.py), or for a timed
 state an earlier check left that its verdict could see (MLDv1
 compatibility mode, ``CheckContext.dut_keeps_state``).  The order spreads
 those areas among the others (core/order.py), yet in a run of the default
-host areas the waits still came to 385 s of 1718 s.  While such a part
+host areas the waits still came to 385 s of 1718 s.  The same goes for
+the wait before a part's second attempt where its first found the DUT's
+table full (``meanwhile``).  While such a part
 would wait, the run takes the next parts of the plan that would not wait
 themselves and that need no room (their checks do not form addresses, by
 declaration or by area), runs them now and keeps their results for their
@@ -25,6 +27,7 @@ part run earlier sees the DUT it would have seen at its turn.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .order import SPREAD
@@ -50,6 +53,21 @@ def before(session: Any, c: Any, part: Any) -> None:
         if nxt is None:
             return
         session.run_ahead(*nxt, waiting=waiting)
+
+
+def meanwhile(session: Any, c: Any, part: Any, seconds: float) -> None:
+    """Wait ``seconds`` before ``part`` of ``c`` runs again (its retry once
+    the run's addresses have expired, core/room.py), running the plan's next
+    parts that would not wait while at least FILL_MIN_S of it is left."""
+    deadline = time.monotonic() + seconds
+    plan = session.plan
+    waiting = f"{c.id}#{part.letter}" if part.letter else c.id
+    while plan is not None and not session.bench_lost and deadline - time.monotonic() >= FILL_MIN_S:
+        nxt = plan.ahead(c, part, lambda c2, p2: movable(session, c, c2, p2))
+        if nxt is None:
+            break
+        session.run_ahead(*nxt, waiting=waiting, until="its second attempt")
+    time.sleep(max(0.0, deadline - time.monotonic()))
 
 
 def movable(session: Any, c: Any, c2: Any, p2: Any) -> bool:

@@ -552,7 +552,7 @@ class Session:
             self.plan.keep(c, p, done[p.letter])
         return done[part.letter]
 
-    def run_ahead(self, c: Check, part: Part, waiting: str) -> None:
+    def run_ahead(self, c: Check, part: Part, waiting: str, until: str = "its first probe") -> None:
         """Run ``part`` (and the parts beside it) before its turn, while the
         part ``waiting`` would wait, keeping its result for its turn
         (core/fill.py)."""
@@ -564,8 +564,7 @@ class Session:
             ready = (outcome, ctx, evidence, started, time.monotonic() - t0)
         self.plan.keep(c, part, ready)
         if ready[1] is not None:
-            ready[1].note(f"ran before its turn in the plan, while {waiting} would have waited before its first "
-                          "probe (core/fill.py)")
+            ready[1].note(f"ran before its turn in the plan, while {waiting} waited to make {until} (core/fill.py)")
             ready[1].measurements["ran_ahead_of"] = waiting
 
     def _alone(self, c: Check, part: Part, fault: str | None, pcap):
@@ -610,7 +609,7 @@ class Session:
         ctx.note(f"the DUT formed no address in {suspicion.prefix} while it held {suspicion.held} address(es) of the "
                  f"run's earlier prefixes: its address table may be full ({suspicion.size} addresses with its own); "
                  f"waiting {wait:.1f} s for them to expire, then running the part again")
-        time.sleep(wait)
+        fill.meanwhile(self, c, part, wait)  # other parts run while the addresses expire (core/fill.py)
         retry_pcap = pcap.with_name(pcap.stem + "@retry" + pcap.suffix)
         outcome2, ctx2, evidence2 = self._attempt(c, part, fault, retry_pcap, attempt=2)
         if ctx2 is None:
