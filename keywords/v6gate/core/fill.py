@@ -44,15 +44,7 @@ def wait_before(session: Any, c: Any, letter: str | None) -> float:
 def before(session: Any, c: Any, part: Any) -> None:
     """Before ``part`` of ``c`` runs: while it would wait, run the plan's
     next parts that would not."""
-    plan, liveness = session.plan, session.liveness
-    if plan is None or liveness is None:
-        return
-    waiting = f"{c.id}#{part.letter}" if part.letter else c.id
-    while not session.bench_lost and not getattr(liveness, "dead", False) and wait_before(session, c, part.letter) >= FILL_MIN_S:
-        nxt = plan.ahead(c, part, lambda c2, p2: movable(session, c, c2, p2))
-        if nxt is None:
-            return
-        session.run_ahead(*nxt, waiting=waiting)
+    _others(session, c, part, lambda: wait_before(session, c, part.letter), "its first probe")
 
 
 def meanwhile(session: Any, c: Any, part: Any, seconds: float) -> None:
@@ -60,14 +52,22 @@ def meanwhile(session: Any, c: Any, part: Any, seconds: float) -> None:
     the run's addresses have expired, core/room.py), running the plan's next
     parts that would not wait while at least FILL_MIN_S of it is left."""
     deadline = time.monotonic() + seconds
-    plan = session.plan
+    _others(session, c, part, lambda: deadline - time.monotonic(), "its second attempt")
+    time.sleep(max(0.0, deadline - time.monotonic()))
+
+
+def _others(session: Any, c: Any, part: Any, left, until: str) -> None:
+    """While ``left()`` (seconds) is at least FILL_MIN_S, run the plan's next
+    movable part; not once the bench is lost or the DUT dead."""
+    plan, liveness = session.plan, session.liveness
+    if plan is None or liveness is None:
+        return
     waiting = f"{c.id}#{part.letter}" if part.letter else c.id
-    while plan is not None and not session.bench_lost and deadline - time.monotonic() >= FILL_MIN_S:
+    while not session.bench_lost and not getattr(liveness, "dead", False) and left() >= FILL_MIN_S:
         nxt = plan.ahead(c, part, lambda c2, p2: movable(session, c, c2, p2))
         if nxt is None:
-            break
-        session.run_ahead(*nxt, waiting=waiting, until="its second attempt")
-    time.sleep(max(0.0, deadline - time.monotonic()))
+            return
+        session.run_ahead(*nxt, waiting=waiting, until=until)
 
 
 def movable(session: Any, c: Any, c2: Any, p2: Any) -> bool:
