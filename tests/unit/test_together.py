@@ -32,11 +32,14 @@ def test_the_spread_goes_between_units_so_a_batch_stays_together():
     nd = _check("nd.na_updates_stale_entry", BATCH + 2)
     mld = _check("mld.x", 2, concurrent=False)
     items = [(nd, p) for p in nd.parts] + [(mld, p) for p in mld.parts]
+    letters = "".join(p.letter for p in nd.parts)
     out = for_external_dut(items, lambda i: i[0].area, lambda i: together.batch_key(i[0], True))
-    assert "".join(p.letter for _, p in out) == "ABCDAEFB"  # nd A-D, mld A, nd E-F, mld B
+    # nd A-F (a unit of BATCH), mld A, nd G-H, mld B
+    assert "".join(p.letter for _, p in out) == letters[:BATCH] + "A" + letters[BATCH:] + "B"
     # without units the MLD parts go between the nd parts
     out = for_external_dut(items, lambda i: i[0].area)
-    assert "".join(p.letter for _, p in out) == "ABCADEFB"
+    half = len(letters) // 2
+    assert "".join(p.letter for _, p in out) == letters[:half] + "A" + letters[half:] + "B"
 
 
 def test_a_lab_run_has_no_units():
@@ -45,9 +48,22 @@ def test_a_lab_run_has_no_units():
     assert together.batch_key(_check("nd.other", 3, concurrent=False), external=True) is None
 
 
+class _Room:
+    """The DUT's Neighbor Cache room as core/neighbour_room.NeighbourRoom gives it."""
+
+    def __init__(self, parts):
+        self.asked: list[int] = []
+        self._parts = parts
+
+    def parts(self, want):
+        self.asked.append(want)
+        return min(want, self._parts)
+
+
 class _Session:
-    def __init__(self, blocked=()):
+    def __init__(self, blocked=(), room=BATCH):
         self._blocked = set(blocked)
+        self.neighbour_room = _Room(room)
 
     def blocked(self, c, part):
         return Outcome(Verdict.SKIP, "not applicable") if part.letter in self._blocked else None
@@ -66,6 +82,43 @@ def test_the_plan_gives_the_first_part_its_batch_and_later_parts_their_kept_resu
     assert plan.batch(session, nd, nd.parts[1]) == [nd.parts[1]]  # no second batch for a part that ran
     assert plan.batch(session, nd, nd.parts[BATCH]) == [nd.parts[BATCH]]  # the 7th: a unit of one
     assert plan.batch(session, other, other.parts[0]) == [other.parts[0]]
+
+
+def test_a_dut_without_the_room_for_a_whole_unit_gets_the_check_recut_into_smaller_batches():
+    from v6gate.core.neighbour_room import SAFE_PARTS
+
+    nd, mld = _check("nd.na_updates_stale_entry", 3 * BATCH), _check("mld.x", 2, concurrent=False)
+    items = [(nd, p) for p in nd.parts] + [(mld, p) for p in mld.parts]
+    order = for_external_dut(items, lambda i: i[0].area, lambda i: together.batch_key(i[0], True))
+    plan, session = Plan(order, external=True), _Session(room=SAFE_PARTS)
+    batches = []
+    for c, p in order:
+        if c is nd and plan.take(c, p) is None:
+            got = plan.batch(session, c, p)
+            batches.append("".join(x.letter for x in got))
+            for x in got[1:]:
+                plan.keep(c, x, ("result", x.letter))
+    letters = "".join(p.letter for p in nd.parts)
+    # as many batches of SAFE_PARTS as the parts need, each part once, in the plan's order: not a remainder per unit
+    assert batches == [letters[i:i + SAFE_PARTS] for i in range(0, len(letters), SAFE_PARTS)]
+    assert session.neighbour_room.asked[0] == BATCH
+
+
+def test_a_dut_with_the_room_runs_whole_units_and_a_short_unit_asks_for_no_probe():
+    nd = _check("nd.na_updates_stale_entry", BATCH + 2)
+    plan, session = Plan([(nd, p) for p in nd.parts], external=True), _Session(room=BATCH)
+    assert len(plan.batch(session, nd, nd.parts[0])) == BATCH
+    assert len(plan.batch(session, nd, nd.parts[BATCH])) == 2
+    assert session.neighbour_room.asked == [BATCH, 2]  # (NeighbourRoom.parts probes only above SAFE_PARTS)
+
+
+def test_a_session_that_cannot_find_out_the_room_runs_the_small_batches():
+    from v6gate.core.neighbour_room import SAFE_PARTS
+
+    nd = _check("nd.na_updates_stale_entry", BATCH)
+    plan, session = Plan([(nd, p) for p in nd.parts], external=True), _Session()
+    session.neighbour_room = None
+    assert len(plan.batch(session, nd, nd.parts[0])) == SAFE_PARTS
 
 
 def test_a_part_that_is_not_to_run_stays_out_of_the_batch_and_runs_on_its_own_turn():

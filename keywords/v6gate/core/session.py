@@ -32,6 +32,7 @@ from .control import NotSupported, VmConsoleControl, control_for
 from .dut import DutView
 from .ledger import AddressLedger
 from .liveness import Liveness, presence
+from .neighbour_room import NeighbourRoom
 from .observer import DutObserver
 from .pace import Pace
 from .room import ADDRESS_ROOM, AddressTable
@@ -139,6 +140,9 @@ class Session:
         self.plan: Plan | None = None
         #: the addresses an earlier run left on the DUT that it still held when this run began (core/carryover.py)
         self.carried: dict | None = None
+        #: how many parts of a check run side by side: the DUT's Neighbor Cache room, found out when a check has more
+        #: parts than a small cache is sure to hold (core/neighbour_room.py)
+        self.neighbour_room = NeighbourRoom(self) if self.liveness is not None else None
 
     # -- construction helpers ---------------------------------------------------------
     @classmethod

@@ -8,7 +8,7 @@ DUT's a part judges is addressed to its neighbour alone) and share only DUT
 state that is the same for all of them (the RA timers the entry state
 needs), they can share the window: ``@check(concurrent_parts=True)``.
 
-The run then takes the check's consecutive parts in ``BATCH``es (the order
+The run then takes the check's consecutive parts in batches (the order
 puts them next to each other: ``units``) and runs each batch's parts in
 threads, one check context each, in one capture.  Every part keeps its own
 verdict, reason and timeline; its pcap is the batch's (the timeline names
@@ -20,8 +20,9 @@ ReachableTime STALE ageing needs) goes through ``Batch.once`` / ``Batch.meet``
 
 Only where the DUT is not rebuilt before each part: the lab's DUT is rebuilt
 per part (and faults are applied per part), so its parts run one at a time.
-BATCH is small so that a small Neighbor Cache holds every batch's entries.
-Against the lab's DUT and in Robot suites (no plan) every part runs alone.
+A batch is small so that a small Neighbor Cache holds every batch's
+entries: 4 parts, or 6 on a DUT found to hold the room for them
+(core/neighbour_room.py).  Against the lab's DUT and in Robot suites (no plan) every part runs alone.
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from .neighbour_room import MAX_PARTS, SAFE_PARTS
 from .verdict import NotJudged, Outcome, Verdict, result_key
 
 T = TypeVar("T")
 
 #: parts of one check side by side at most: their neighbours are in the DUT's Neighbor Cache at once, beside the
-#: entries earlier parts left; a small cache (lwIP's default holds 10) that evicts to make room must not take theirs
-BATCH = 4
+#: entries earlier parts left; the run takes fewer where it has not found the room for them (core/neighbour_room.py)
+BATCH = MAX_PARTS
 #: how long a part waits for the others of its batch at a shared step before it gives up (a bench error)
 MEET_TIMEOUT_S = 180.0
 
@@ -140,6 +142,10 @@ class Plan:
         unit = self._unit_of.pop(result_key(c.id, part.letter), None)
         if not unit or session.blocked(c, part) is not None:
             return [part]
+        room = getattr(session, "neighbour_room", None)
+        limit = room.parts(len(unit)) if room is not None else min(len(unit), SAFE_PARTS)
+        if limit < len(unit):
+            unit = self._recut(c, part, limit)
         out = [part]
         for p in unit:
             key = result_key(c.id, p.letter)
@@ -151,6 +157,20 @@ class Plan:
             else:  # run on its own turn (it says why it is not run)
                 self._unit_of[key] = []
         return out
+
+    def _recut(self, c, part, limit: int) -> list:
+        """``part`` and the check's next parts that are to run side by side,
+        in the plan's order, cut into batches of ``limit`` (fewer than the
+        units the order made: the DUT's room, core/neighbour_room.py);
+        returns ``part``'s batch."""
+        i = self._index[result_key(c.id, part.letter)]
+        later = [p for c2, p in self._order[i + 1:]
+                 if c2.id == c.id and self._unit_of.get(result_key(c.id, p.letter))]
+        first, later = [part, *later[:limit - 1]], later[limit - 1:]
+        for j in range(0, len(later), limit):
+            for p in later[j:j + limit]:
+                self._unit_of[result_key(c.id, p.letter)] = later[j:j + limit]
+        return first
 
     def keep(self, c, part, ready: tuple) -> None:
         self._ready[result_key(c.id, part.letter)] = ready

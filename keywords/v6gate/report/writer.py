@@ -40,6 +40,9 @@ def write_session_info(run_dir: Path, session, closing: bool = False) -> None:
     pace = getattr(session, "pace", None)
     if closing and pace is not None:
         info["pace"] = pace.summary()  # the reply and silence windows derived from the DUT's answers (core/pace.py)
+    room = getattr(session, "neighbour_room", None)
+    if closing and room is not None and room.summary():
+        info["neighbour_room"] = room.summary()  # parts side by side: the DUT's Neighbor Cache room (core/neighbour_room.py)
     if closing and getattr(session, "last_lab_timings", None):
         info.setdefault("lab", {})["timings_s"] = session.last_lab_timings
     if getattr(session, "bench_lost", None):
@@ -114,7 +117,7 @@ def finalize_run(run_dir: Path, *, target_label: str, profile: str, started: str
     left = [i["dut_state_after"] for i in infos if i.get("dut_state_after")]
     if left:
         meta["dut_state_after"] = left
-    for key in ("dut_table", "pace", "dut_state_before"):
+    for key in ("dut_table", "pace", "dut_state_before", "neighbour_room"):
         found = [i[key] for i in infos if i.get(key)]
         if found:
             meta[key] = found
