@@ -97,6 +97,8 @@ def test_a_short_lease_covers_the_dad_probe_and_the_probes_after_it_on_the_duts_
     # 1 s windows, the RFC's RetransTimer: DAD (1 + 1 + 1 s), three Neighbor Solicitations of 1 + 3 x 1 s, the spare
     assert short_lease(1.0, 1.0, probes=3) == 3 + 12 + SHORT_LEASE_SPARE_S == 25
     assert short_lease(1.0, 1.0, probes=0) == 13
+    # the DAD checks' three NS: the first waits out further DAD probes, the other two a reply time each
+    assert short_lease(1.0, 1.0, probes=1, quick=2) == 3 + 4 + 2 + SHORT_LEASE_SPARE_S == 19
     assert short_lease(1.0, 0.1, probes=3) == math.ceil(DAD_DELAY_S + 1.1 + 3 * 1.3 + SHORT_LEASE_SPARE_S)
     assert short_lease(2.0, 1.0, probes=3) > short_lease(1.0, 1.0, probes=3)  # a slower DUT gets longer
     assert short_lease(10.0, 3.0, probes=3) == ADDRESS_LEASE_S  # never longer than the usual lease

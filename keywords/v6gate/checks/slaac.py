@@ -212,8 +212,9 @@ def _meet_dad(t: CheckContext, react) -> tuple[str | None, ipaddress.IPv6Network
                 port.send(pkt)
             seen["sent"] = port.now()
 
-    # the tentative address matters only until _is_assigned's Neighbor Solicitations (up to 3) are answered
-    lease = t.lease_for_probes(3)
+    # the tentative address matters only until _is_assigned's Neighbor Solicitations (up to 3) are answered: the
+    # first waits out further DAD probes too, the other two a reply time each
+    lease = t.lease_for_probes(1, quick=2)
     t.port.add_responder(responder)
     try:
         since = t.send(router_advertisement(t.tr1, prefixes=[prefix_option(prefix, valid=lease, preferred=lease)]),

@@ -234,11 +234,13 @@ class CheckContext:
         table: room for one prefix (see ``AddressRoom.first``)."""
         self.room.first()
 
-    def lease_for_probes(self, probes: int, *, waits: float | None = None, rebuilt: int = ADDRESS_LEASE_S) -> int:
+    def lease_for_probes(self, probes: int, *, waits: float | None = None, quick: int = 0,
+                         rebuilt: int = ADDRESS_LEASE_S) -> int:
         """The valid (and preferred) lifetime of a fresh prefix whose address
         this part needs only for the DUT's DAD probe and ``probes`` probes right
         after it; with ``waits`` (seconds), for the part's span from its RA to
-        its last probe, its fixed waits included (core/ledger.span_lease).  On
+        its last probe, its fixed waits included (core/ledger.span_lease); with
+        ``quick``, that many more probes of a reply timeout each.  On
         a DUT the run does not rebuild, the addresses the run's prefixes leave
         crowd a small table until they expire (an RA cannot take them back,
         RFC 4862 §5.5.3 e): a lease from the DUT's timing
@@ -248,7 +250,7 @@ class CheckContext:
             return rebuilt
         if waits is not None:
             return span_lease(self.reply_timeout, self.retrans_timer, probes=probes, waits=waits)
-        return short_lease(self.reply_timeout, self.retrans_timer, probes=probes)
+        return short_lease(self.reply_timeout, self.retrans_timer, probes=probes, quick=quick)
 
     def needs_addresses(self, n: int) -> None:
         """This part makes the DUT hold addresses from ``n`` of its prefixes

@@ -47,16 +47,19 @@ DAD_SETTLE_S = 0.2
 PROBE_OVERHEAD_S = 0.5
 
 
-def short_lease(reply_timeout: float, retrans_timer: float, *, probes: int, span: float = 0.0) -> int:
+def short_lease(reply_timeout: float, retrans_timer: float, *, probes: int, span: float = 0.0, quick: int = 0) -> int:
     """The valid (and preferred) lifetime of a fresh prefix whose address a
     part needs only for the DUT's DAD probe and ``probes`` probes right after
     it, on the DUT's timing: the DAD delay, the reply timeout and one
     RetransTimer (DAD), each probe's reply timeout and 3 RetransTimers (its
-    Neighbor Solicitation answered or not), ``span`` seconds the part spends
-    beyond those (span_lease), and SHORT_LEASE_SPARE_S; never more than
-    ADDRESS_LEASE_S.  With 1 s windows and the RFC's RetransTimer: 13 s for
-    the DAD probe alone, 25 s with three probes."""
-    need = DAD_DELAY_S + reply_timeout + retrans_timer + span + probes * (reply_timeout + 3 * retrans_timer)
+    Neighbor Solicitation answered or not), ``quick`` more probes of a reply
+    timeout each (after the first, when the address can no longer be
+    tentative), ``span`` seconds the part spends beyond those (span_lease),
+    and SHORT_LEASE_SPARE_S; never more than ADDRESS_LEASE_S.  With 1 s
+    windows and the RFC's RetransTimer: 13 s for the DAD probe alone, 25 s
+    with three probes, 19 s with one and two quick ones."""
+    need = (DAD_DELAY_S + reply_timeout + retrans_timer + span + probes * (reply_timeout + 3 * retrans_timer)
+            + quick * reply_timeout)
     return min(ADDRESS_LEASE_S, math.ceil(need + SHORT_LEASE_SPARE_S))
 
 
