@@ -6,8 +6,14 @@ lab tests (tests/lab/test_external_parity.py)."""
 
 from types import SimpleNamespace
 
-from scapy.layers.inet6 import (ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr,
-                                IPv6)
+from scapy.layers.inet6 import (
+    ICMPv6EchoReply,
+    ICMPv6EchoRequest,
+    ICMPv6ND_NA,
+    ICMPv6ND_NS,
+    ICMPv6NDOptSrcLLAddr,
+    IPv6,
+)
 from scapy.layers.l2 import Ether
 
 from v6gate.core import neighbour_room as NR
