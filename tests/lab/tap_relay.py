@@ -83,6 +83,40 @@ class QueueLoss:
                     self.resolving[nd[1]] = time.monotonic()
 
 
+class NeighbourCap:
+    """A stack that takes at most ``size`` new neighbours within ``window``
+    seconds, made from a correct one: the guest's address-resolution NS for
+    one more new target in that time is dropped (and its retries), so that
+    neighbour never gets its answer, as with a full Neighbor Cache that
+    cannot evict an entry to make room (core/neighbour_room.py).  A check's
+    batch solicits a few neighbours at once; the run's look at the cache
+    solicits 14 within a few milliseconds."""
+
+    def __init__(self, size: int = 10, window: float = 1.0):
+        self.size, self.window = size, window
+        self.taken: list[tuple[float, bytes]] = []  # (when, target) of the NS that passed
+        self.dropped = 0
+        self._lock = threading.Lock()
+
+    def outgoing(self, frame: bytes) -> bool:
+        nd = QueueLoss._nd(frame)
+        if nd is None or nd[0] != NS or frame[38] != 0xFF or frame[22:38] == bytes(16):  # multicast, not DAD
+            return True
+        now, target = time.monotonic(), nd[1]
+        with self._lock:
+            self.taken = [(t, x) for t, x in self.taken if now - t < self.window]
+            if any(x == target for _, x in self.taken):
+                return True
+            if len(self.taken) >= self.size:
+                self.dropped += 1
+                return False
+            self.taken.append((now, target))
+            return True
+
+    def incoming(self, frame: bytes) -> None:
+        return None
+
+
 def pio_prefix_lengths(frame: bytes) -> list[int]:
     """The Prefix Length of every Prefix Information option of a Router
     Advertisement frame (none for any other frame)."""
@@ -137,7 +171,7 @@ class Crash:
 
 class TapGuest:
     def __init__(self, switch_ns: str, tap: str, guest_ns: str, mac: str, *, bounded: bool = False,
-                 fault: QueueLoss | Crash | None = None):
+                 fault: QueueLoss | Crash | NeighbourCap | None = None):
         self.switch_ns, self.tap, self.guest_ns, self.mac = switch_ns, tap, guest_ns, mac
         self.bounded, self.fault = bounded, fault
         self.max_addresses = 4 if bounded else None  # net.ipv6.conf.eth0.max_addresses, link-local included

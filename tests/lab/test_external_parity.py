@@ -19,7 +19,7 @@ import yaml
 from v6gate.lab import registry
 
 from conftest import load_results, run_dir_from, v6gate
-from tap_relay import QueueLoss, TapGuest
+from tap_relay import NeighbourCap, QueueLoss, TapGuest
 
 GUEST_MAC = "52:54:00:ab:cd:01"
 #: a representative slice: icmpv6 (Echo, errors, minimum MTU), ipv6 (header fields, extension headers,
@@ -70,7 +70,8 @@ ONLY_ROUTER = [
 ]
 
 
-def _external(name: str, ids: list[str], *, adapter: str, fault: QueueLoss | None = None, no_router: bool = False,
+def _external(name: str, ids: list[str], *, adapter: str, fault: QueueLoss | NeighbourCap | None = None,
+              no_router: bool = False,
               declare: bool = True, then: list[str] | None = None):
     """Bring up a lab with a TAP, attach a bounded Linux guest, run ``ids``
     against it through a target file with ``adapter``; returns results.json
@@ -238,32 +239,54 @@ def test_a_run_right_after_another_knows_the_addresses_the_first_left():
 
 
 #: Neighbor Cache checks whose parts run side by side on an external DUT (core/together.py): one of REACHABLE entries
-#: (18 parts, 5 batches) and one of STALE entries (4 parts, one batch: the short ReachableTime shared, restored once)
+#: (18 parts) and one of STALE entries (4 parts, one batch: the short ReachableTime shared, restored once)
 SIDE_BY_SIDE = ["nd.na_updates_reachable_entry", "nd.ns_updates_stale_entry"]
 
 
-def test_parts_side_by_side_are_each_judged_on_their_own_neighbour():
-    """On a DUT the run does not rebuild, the parts of the Neighbor Cache
-    state checks run up to 4 at a time, each with a TN1 of its own, in one
-    capture: every part PASSes on its own clause as on the managed lab (where
-    they run one at a time and PASS), says which parts ran beside it, and
-    its timeline names its own neighbour."""
-    doc, left = _external("pss", SIDE_BY_SIDE, adapter="none", no_router=True)
+def _side_by_side(name: str, fault: NeighbourCap | None = None):
+    doc, left = _external(name, SIDE_BY_SIDE, adapter="none", no_router=True, fault=fault)
     ext = _by_key(doc)
     assert len(ext) == 22, sorted(ext)
     pcaps = {v["evidence"]["pcap"] for v in ext.values()}
     beside = {k: v["measurements"].get("ran_beside") for k, v in ext.items()}
     took = {c: round(sum(v["duration_s"] for k, v in ext.items() if k.startswith(c)), 1) for c in SIDE_BY_SIDE}
-    print(f"side by side: {len(pcaps)} batches for {len(ext)} parts; part time by check {took}; left {left}")
+    room = doc["run"]["neighbour_room"][0]
+    print(f"side by side: {len(pcaps)} batches for {len(ext)} parts; part time by check {took}; room {room}; "
+          f"left {left}")
     assert all(v["verdict"] == "PASS" for v in ext.values()), \
         {k: v["reason"][:300] for k, v in ext.items() if v["verdict"] != "PASS"}
-    assert len(pcaps) == 6, pcaps  # 18 parts in batches of 4 (5 captures), the 4 STALE parts in one
-    assert all(b and len(b) <= 3 for b in beside.values()), beside  # each ran beside 1-3 others
     stale = [v for k, v in ext.items() if k.startswith("nd.ns_updates_stale_entry")]
     assert all("with the neighbours of the parts beside it" in " ".join(v["timeline"]) for v in stale)
     tn1 = {next(line for line in v["timeline"] if " TN1 is " in line).split(" TN1 is ")[1].split()[0]
            for v in ext.values()}
     assert len(tn1) == len(ext), "parts side by side shared a neighbour"
+    return room, pcaps, beside
+
+
+def test_parts_side_by_side_are_each_judged_on_their_own_neighbour():
+    """On a DUT the run does not rebuild, the parts of the Neighbor Cache
+    state checks run side by side, each with a TN1 of its own, in one
+    capture: every part PASSes on its own clause as on the managed lab (where
+    they run one at a time and PASS), says which parts ran beside it, and
+    its timeline names its own neighbour.  The lab's Linux holds the 14
+    neighbours the run's look at its Neighbor Cache makes: batches of 6."""
+    room, pcaps, beside = _side_by_side("pss")
+    assert (room["asked"], room["held"], room["parts_side_by_side"]) == (14, 14, 6), room
+    assert len(pcaps) == 4, pcaps  # 18 parts in batches of 6 (3 captures), the 4 STALE parts in one
+    assert all(b and len(b) <= 5 for b in beside.values()), beside  # each ran beside 1-5 others
+
+
+def test_a_dut_that_does_not_hold_the_neighbours_gets_the_small_batches_and_the_same_verdicts():
+    """A DUT that takes no more than 10 new neighbours at once (the guest's
+    address resolution for an 11th within a second dropped, as by a full
+    cache that cannot evict): the look at its cache finds 10 of 14, and the
+    parts run 4 at a time, the 18 in 5 batches (recut in the plan's order,
+    not a remainder per unit of 6), every verdict as before."""
+    room, pcaps, beside = _side_by_side("psc", fault=NeighbourCap(10))
+    assert (room["taken"], room["held"], room["parts_side_by_side"]) == (10, 10, 4), room
+    assert len(room["dropped"]) == 4 and all("no Echo Reply when it was new" in d for d in room["dropped"]), room
+    assert len(pcaps) == 6, pcaps  # 18 parts in batches of 4 (5 captures), the 4 STALE parts in one
+    assert all(b and len(b) <= 3 for b in beside.values()), beside
 
 
 def test_with_the_tester_as_the_only_router_the_router_checks_run_and_agree():

@@ -248,6 +248,10 @@ def run_batch(session, c, parts: list, pcap) -> dict:
         for ctx in ctxs.values():
             ctx.cleanup()
     out = {}
+    room = getattr(session, "neighbour_room", None)
+    found = room.summary() if room is not None else None
+    why = (f"; up to {found['parts_side_by_side']} side by side: the DUT held {found['held']} of {found['asked']} "
+           f"fresh neighbours at once (core/neighbour_room.py, {found['pcap']})") if found else ""
     for p in parts:
         ctx = ctxs.get(p.letter)
         outcome = outcomes.get(p.letter) or Outcome(Verdict.ERROR, "harness error (a bug in v6gate, not the DUT): "
@@ -256,7 +260,7 @@ def run_batch(session, c, parts: list, pcap) -> dict:
             beside = [str(x.letter) for x in parts if x is not p]
             ctx.measurements["ran_beside"] = beside
             ctx.note(f"ran beside parts {', '.join(beside)} of the same check, each with a neighbour of its own "
-                     "(one capture for all of them)")
+                     f"(one capture for all of them){why}")
         out[p.letter] = [outcome, ctx, dict(evidence), *times.get(p.letter, (started, time.monotonic() - t_start))]
     first_ctx = ctxs.get(parts[0].letter)
     if first_ctx is not None and session.liveness is not None and not lost:
