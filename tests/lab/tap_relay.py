@@ -84,15 +84,16 @@ class QueueLoss:
 
 
 class NeighbourCap:
-    """A stack that takes at most ``size`` new neighbours within ``window``
-    seconds, made from a correct one: the guest's address-resolution NS for
-    one more new target in that time is dropped (and its retries), so that
-    neighbour never gets its answer, as with a full Neighbor Cache that
-    cannot evict an entry to make room (core/neighbour_room.py).  A check's
-    batch solicits a few neighbours at once; the run's look at the cache
-    solicits 14 within a few milliseconds."""
+    """A stack that takes at most ``size`` new neighbours in a burst (within
+    ``window`` seconds), made from a correct one: the guest's
+    address-resolution NS for one more new target in that time is dropped
+    (and its retries), so that neighbour never gets its answer, as with a
+    full Neighbor Cache that cannot evict an entry to make room
+    (core/neighbour_room.py).  The run's look at the cache solicits 14
+    neighbours within a few milliseconds; a check's batch, its liveness
+    looks and the tester's other nodes far fewer in 0.1 s."""
 
-    def __init__(self, size: int = 10, window: float = 1.0):
+    def __init__(self, size: int = 10, window: float = 0.1):
         self.size, self.window = size, window
         self.taken: list[tuple[float, bytes]] = []  # (when, target) of the NS that passed
         self.dropped = 0

@@ -117,7 +117,8 @@ def test_a_cache_with_room_for_the_worst_case_holds_every_neighbour_and_gets_the
 def test_lwips_ten_entries_that_keep_reachable_ones_take_ten_and_the_run_keeps_the_safe_batches():
     found, _ = _probe(_Cache(10, evicts=("STALE",)))
     assert (found.taken, found.held, found.parts) == (10, 10, NR.SAFE_PARTS)
-    assert len(found.dropped) == 4 and all("no Echo Reply when it was new" in d for d in found.dropped)
+    # it stops at the first neighbour not taken: the answer is known, a small cache is not kept waiting
+    assert found.dropped == [found.dropped[0]] and "no Echo Reply when it was new (neighbour 11 of 14" in found.dropped[0]
     assert NR.entries_for(NR.SAFE_PARTS) <= 10  # what SAFE_PARTS rests on
 
 
