@@ -84,35 +84,26 @@ class QueueLoss:
 
 
 class NeighbourCap:
-    """A stack that takes at most ``size`` new neighbours in a burst (within
-    ``window`` seconds), made from a correct one: the guest's
-    address-resolution NS for one more new target in that time is dropped
-    (and its retries), so that neighbour never gets its answer, as with a
-    full Neighbor Cache that cannot evict an entry to make room
-    (core/neighbour_room.py).  The run's look at the cache solicits 14
-    neighbours within a few milliseconds; a check's batch, its liveness
-    looks and the tester's other nodes far fewer in 0.1 s."""
+    """What a DUT whose Neighbor Cache takes only ``size`` new neighbours
+    at once shows the run's look at its cache (core/neighbour_room.py): no
+    Echo Reply to the look's neighbour ``size + 1`` (and on), made from a
+    correct stack by dropping the guest's Echo Replies with those
+    identifiers (the look's first asks carry 0x4E00 + its index).  Only the
+    look's packets: the checks' own neighbours are left alone, as they would
+    be by a cache that has room for a batch of 4."""
 
-    def __init__(self, size: int = 10, window: float = 0.1):
-        self.size, self.window = size, window
-        self.taken: list[tuple[float, bytes]] = []  # (when, target) of the NS that passed
+    FIRST_ASK = 0x4E00
+
+    def __init__(self, size: int = 10, asked: int = 14):
+        self.refused = range(self.FIRST_ASK + size, self.FIRST_ASK + asked)
         self.dropped = 0
-        self._lock = threading.Lock()
 
     def outgoing(self, frame: bytes) -> bool:
-        nd = QueueLoss._nd(frame)
-        if nd is None or nd[0] != NS or frame[38] != 0xFF or frame[22:38] == bytes(16):  # multicast, not DAD
-            return True
-        now, target = time.monotonic(), nd[1]
-        with self._lock:
-            self.taken = [(t, x) for t, x in self.taken if now - t < self.window]
-            if any(x == target for _, x in self.taken):
-                return True
-            if len(self.taken) >= self.size:
-                self.dropped += 1
-                return False
-            self.taken.append((now, target))
-            return True
+        if (len(frame) >= 60 and frame[12:14] == ETH_IPV6 and frame[20] == NH_ICMPV6 and frame[54] == 129
+                and int.from_bytes(frame[58:60], "big") in self.refused):
+            self.dropped += 1
+            return False
+        return True
 
     def incoming(self, frame: bytes) -> None:
         return None

@@ -277,12 +277,11 @@ def test_parts_side_by_side_are_each_judged_on_their_own_neighbour():
 
 
 def test_a_dut_that_does_not_hold_the_neighbours_gets_the_small_batches_and_the_same_verdicts():
-    """A DUT that takes no more than 10 new neighbours in a burst (the
-    guest's address resolution for an 11th within 0.1 s dropped, as by a
-    full cache that cannot evict): the look at its cache finds fewer than
-    14 held, and the parts run 4 at a time, the 18 in 5 batches (recut in
-    the plan's order, not a remainder per unit of 6), every verdict as
-    before.  The look stops at the 11th, the first neighbour not taken."""
+    """A DUT whose Neighbor Cache does not take the look's 11th neighbour
+    (no Echo Reply to it: the fault drops the guest's replies to the look's
+    11th to 14th neighbours) gets batches of 4: the 18 parts in 5 batches
+    (recut in the plan's order, not a remainder per unit of 6), every
+    verdict as before.  The look stops at the 11th, the first not taken."""
     room, pcaps, beside = _side_by_side("psc", fault=NeighbourCap(10))
     assert (room["taken"], room["held"], room["parts_side_by_side"]) == (10, 10, 4), room
     assert len(room["dropped"]) == 1 and "no Echo Reply when it was new (neighbour 11 of 14" in room["dropped"][0], room
