@@ -34,3 +34,22 @@ def test_a_target_that_asks_for_less_than_the_floor_keeps_it():
     pace = Pace({"reply_timeout_s": 0.5, "silence_s": 0.5})
     pace.observe(0.001)
     assert pace.timing()["reply_timeout_s"] == 0.5
+
+
+def test_calibration_probes_from_one_node_so_the_dut_keeps_one_entry_for_it(monkeypatch):
+    """A fresh node per Echo Request would leave CALIBRATION REACHABLE entries in the DUT's Neighbor Cache
+    (core/neighbour_room.py: a small cache may not evict them to make room for the first checks' neighbours)."""
+    from v6gate.core import liveness
+    from v6gate.core.pace import CALIBRATION, Pace
+
+    probers = []
+
+    def round_trip(port, mac, link_local, method, within, prober=None):
+        probers.append((method, prober))
+        return 0.002
+
+    monkeypatch.setattr(liveness, "round_trip", round_trip)
+    pace = Pace({"reply_timeout_s": 2, "silence_s": 2})
+    pace.calibrate(None, "52:54:00:ab:cd:02", "fe80::1")
+    assert len(probers) == 2 * CALIBRATION and pace.samples == 2 * CALIBRATION
+    assert len({id(p) for _, p in probers}) == 1 and probers[0][1] is not None

@@ -47,12 +47,14 @@ DUT_ALIVE = "dut-alive"
 DEFAULT_RETURN_S = 20.0
 
 
-def round_trip(port: Port, mac: str, link_local: str, method: str, within: float) -> float | None:
+def round_trip(port: Port, mac: str, link_local: str, method: str, within: float,
+               prober: EmulatedNode | None = None) -> float | None:
     """One probe of the DUT's link-local address from a node that is not
-    part of any check: a Neighbor Solicitation (``ns``) or an Echo Request
-    (``echo``, ``all-nodes``); the seconds the DUT took to answer it, or
-    None when it did not within ``within`` seconds."""
-    prober = EmulatedNode.fresh("LIVENESS")
+    part of any check (``prober``, else a fresh one): a Neighbor
+    Solicitation (``ns``) or an Echo Request (``echo``, ``all-nodes``); the
+    seconds the DUT took to answer it, or None when it did not within
+    ``within`` seconds."""
+    prober = prober or EmulatedNode.fresh("LIVENESS")
     port.add_responder(prober.responder)
     try:
         if method == "echo":

@@ -47,11 +47,18 @@ class Pace:
             self.slowest = seconds if self.slowest is None else max(self.slowest, seconds)
 
     def calibrate(self, port: Port, mac: str, link_local: str) -> None:
+        """CALIBRATION probes of each kind, all from one node: one entry in
+        the DUT's Neighbor Cache, not one per Echo Request (a fresh node per
+        Echo Request would leave that many REACHABLE entries, which a small
+        cache may not evict to make room for the first checks' neighbours,
+        core/neighbour_room.py)."""
+        from ..net.nodes import EmulatedNode
         from .liveness import round_trip
 
+        prober = EmulatedNode.fresh("LIVENESS")
         for method in ("ns", "echo"):
             for _ in range(CALIBRATION):
-                took = round_trip(port, mac, link_local, method, float(self.declared["reply_timeout_s"]))
+                took = round_trip(port, mac, link_local, method, float(self.declared["reply_timeout_s"]), prober)
                 if took is not None:
                     self.observe(took)
 
