@@ -10,7 +10,8 @@ milliseconds is given a window derived from its own answers instead:
 ``FACTOR`` times the slowest answer the run has seen from it, never less
 than ``FLOOR_S`` (the windows the embedded lab's DUT is judged with) nor
 more than the target file says.  The run measures the DUT when it starts
-(``CALIBRATION`` Neighbor Solicitations and as many Echo Requests) and keeps
+(``CALIBRATION`` Neighbor Solicitations and as many Echo Requests,
+all from one node) and keeps
 measuring it after each part (the liveness probes): a slower answer widens
 the windows for the rest of the run.  ``timing.adaptive: false`` keeps the
 target file's values as they are.  The effective values are in
