@@ -30,15 +30,13 @@ import threading
 from dataclasses import dataclass, field
 
 from scapy.layers.inet6 import (
-    ICMPv6EchoReply,
     ICMPv6EchoRequest,
     ICMPv6ND_NA,
-    ICMPv6ND_NS,
     ICMPv6NDOptDstLLAddr,
     IPv6,
 )
-from scapy.layers.l2 import Ether
 
+from ..net import match as M
 from ..net import packets as P
 from ..net.nd import ND_HOP_LIMIT
 from ..net.nodes import EmulatedNode
@@ -140,15 +138,14 @@ def probe(port: Port, dut_mac: str, dut_ll: str, n: int, reply_timeout: float) -
             req = _echo(node, dut_mac, dut_ll, 0x4E80 + i)
             since = port.send(req)
             reply = port.expect(_reply_to(node, dut_mac, req), reply_timeout, since=since)
-            resolved = port.collect(lambda p, a=node.link_local: _is_multicast_ns_for(p, dut_mac, a), 0,
-                                    since=since)
+            resolved = port.collect(_resolved(dut_mac, node.link_local), 0, since=since)
             if reply is not None and not resolved:
                 found.held += 1
             else:
                 found.dropped.append(f"{node.link_local}: " + ("resolved again (multicast NS)" if resolved
                                                                else "no Echo Reply the second time"))
         for _, node in taken:  # STALE, so that a cache that keeps REACHABLE entries can evict them
-            port.send(Ether(src=node.mac, dst=dut_mac) / IPv6(src=node.link_local, dst=dut_ll, hlim=ND_HOP_LIMIT)
+            port.send(node.ipv6(dut_ll, dut_mac, src=node.link_local, hlim=ND_HOP_LIMIT)
                       / ICMPv6ND_NA(R=0, S=0, O=1, tgt=node.link_local) / ICMPv6NDOptDstLLAddr(lladdr=P.random_mac()))
     finally:
         for node in nodes:
@@ -157,19 +154,14 @@ def probe(port: Port, dut_mac: str, dut_ll: str, n: int, reply_timeout: float) -
 
 
 def _echo(node: EmulatedNode, dut_mac: str, dut_ll: str, ident: int):
-    return (Ether(src=node.mac, dst=dut_mac) / IPv6(src=node.link_local, dst=dut_ll, hlim=64)
-            / ICMPv6EchoRequest(id=ident, seq=1, data=P.nonce(8)))
+    return node.ipv6(dut_ll, dut_mac, src=node.link_local, hlim=64) / ICMPv6EchoRequest(id=ident, seq=1,
+                                                                                        data=P.nonce(8))
 
 
 def _reply_to(node: EmulatedNode, dut_mac: str, req):
-    ident = req[ICMPv6EchoRequest].id
-
-    def match(p) -> bool:
-        return (Ether in p and p[Ether].src.lower() == dut_mac and ICMPv6EchoReply in p
-                and p[ICMPv6EchoReply].id == ident and P.same_address(p[IPv6].dst, node.link_local))
-    return match
+    return M.all_of(M.from_mac(dut_mac), M.echo_reply_to(req), M.ipv6_to(node.link_local))
 
 
-def _is_multicast_ns_for(p, dut_mac: str, addr: str) -> bool:
-    return (Ether in p and p[Ether].src.lower() == dut_mac and ICMPv6ND_NS in p
-            and P.same_address(p[ICMPv6ND_NS].tgt, addr) and P.is_multicast(p[IPv6].dst))
+def _resolved(dut_mac: str, addr: str):
+    """The DUT's address resolution for ``addr``: a multicast NS for it."""
+    return M.all_of(M.from_mac(dut_mac), M.ns_for(addr), lambda p: P.is_multicast(p[IPv6].dst))
